@@ -1,0 +1,23 @@
+/**
+ * Task states (DESIGN §7). A task cycles between `running` and `waiting` while it makes
+ * progress; once terminal it never changes again (DESIGN §3.3).
+ */
+export const taskStatuses = ["pending", "running", "waiting", "succeeded", "failed", "canceled", "timed_out"] as const;
+export type TaskStatus = (typeof taskStatuses)[number];
+
+const terminal = new Set<TaskStatus>(["succeeded", "failed", "canceled", "timed_out"]);
+
+export function isTerminalTask(s: TaskStatus): boolean {
+  return terminal.has(s);
+}
+
+export function isTaskStatus(s: string): s is TaskStatus {
+  return (taskStatuses as readonly string[]).includes(s);
+}
+
+/** Whether a task may move from `from` to `to`. Never out of a terminal state, never back to pending. */
+export function canMoveTask(from: TaskStatus, to: TaskStatus): boolean {
+  if (terminal.has(from)) return false;
+  if (to === "pending") return from === "pending";
+  return true;
+}

@@ -1,0 +1,67 @@
+import type { JobEventType, JobStatus } from "../core/job-state.ts";
+
+/** What the engine hands a provider when it dispatches a `step.job`. */
+export interface CreateJobRequest {
+  input: unknown;
+  /** `task_id:step_id`: the provider must return the same job for the same key (DESIGN §3.7). */
+  idempotencyKey: string;
+  /** Where the provider should send this job's events. */
+  webhookUrl: string;
+  tenantId: string;
+  taskId: string;
+  stepId: string;
+}
+
+export interface CreatedJob {
+  jobId: string;
+  status: JobStatus;
+}
+
+export interface JobUsage {
+  prompt_tokens?: number;
+  completion_tokens?: number;
+  total_tokens?: number;
+}
+
+/** A provider event in the brief's shape (DESIGN §7), after the provider adapter parsed it. */
+export interface ProviderEvent {
+  eventId: string;
+  type: JobEventType;
+  jobId: string;
+  output?: unknown;
+  error?: { code?: string; message: string } | undefined;
+  usage?: JobUsage | undefined;
+}
+
+export interface JobSnapshot {
+  jobId: string;
+  status: JobStatus;
+  output?: unknown;
+  error?: { code?: string; message: string } | undefined;
+  usage?: JobUsage | undefined;
+}
+
+/**
+ * An adapter for an external asynchronous service. `create` must be idempotent by
+ * `idempotencyKey`. Errors: throw `ProviderError` with `retriable` set as the provider's
+ * answer implies (a 5xx or network failure is retriable, a 4xx is not).
+ */
+export interface Provider {
+  readonly name: string;
+  create(req: CreateJobRequest): Promise<CreatedJob>;
+  /** Parses a verified webhook body into the brief's event shape; throws on a malformed body. */
+  parseEvent(body: unknown): ProviderEvent;
+  status?(jobId: string): Promise<JobSnapshot>;
+  cancel?(jobId: string): Promise<void>;
+}
+
+export class ProviderError extends Error {
+  override readonly name = "ProviderError";
+  readonly retriable: boolean;
+  readonly status: number | undefined;
+  constructor(message: string, opts: { retriable: boolean; status?: number; cause?: unknown }) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.retriable = opts.retriable;
+    this.status = opts.status;
+  }
+}
