@@ -32,6 +32,8 @@ export const errorStatus = {
   TASK_FAILED: 500,
   TASK_CANCELED: 409,
   SCHEMA_TOO_NEW: 500,
+  LEASE_LOST: 409,
+  STORE_UNAVAILABLE: 503,
   CONFIG_INVALID: 500,
   INTERNAL: 500,
 } as const satisfies Record<string, number>;

@@ -132,7 +132,7 @@ export async function runTask(args: RunTaskArgs): Promise<RunResult> {
   const step: StepApi = {
     run: async <T>(id: string, fn: (c: RunContext) => T | Promise<T>): Promise<Awaited<T>> => {
       const c = claim(id, "run");
-      if (!c) return never();
+      if (!c) return never<Awaited<T>>();
       const { pos, stored } = c;
       if (stored && stored.status !== "running") return replayOutcome<Awaited<T>>(id, stored);
       const attempt = (stored?.attempts ?? 0) + 1;
@@ -159,7 +159,7 @@ export async function runTask(args: RunTaskArgs): Promise<RunResult> {
       }
       if (outcome.status === "succeeded") return outcome.output as Awaited<T>;
       if (outcome.status === "failed") throw new StepError(id, outcome.error);
-      return never();
+      return never<Awaited<T>>();
     },
 
     job: <T>(id: string, options: JobOptions): Promise<T> => {

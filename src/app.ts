@@ -1,0 +1,88 @@
+import type { FastifyInstance } from "fastify";
+import { pino, type Logger } from "pino";
+import { type Clock, systemClock } from "./core/clock.ts";
+import { LonghaulError } from "./core/errors.ts";
+import { type IdGenerator, ulidGenerator } from "./core/ids.ts";
+import type { TaskType } from "./core/task-type.ts";
+import { providerRegistry, taskTypeRegistry } from "./engine/registry.ts";
+import { Worker, type WorkerOptions } from "./engine/worker.ts";
+import { buildServer } from "./http/server.ts";
+import { buildSource, type Source, type SourceConfig } from "./ingress/sources.ts";
+import type { Provider } from "./providers/provider.ts";
+import { openStore } from "./store/open-store.ts";
+import type { Store } from "./store/store.ts";
+
+export interface LonghaulOptions {
+  /** `sqlite:path` or `postgres://…`; ignored when `store` is given. Default `sqlite:.longhaul/longhaul.db`. */
+  databaseUrl?: string;
+  store?: Store;
+  taskTypes?: TaskType[];
+  providers?: Provider[];
+  sources?: Record<string, SourceConfig>;
+  /** The base URL providers reach this deployment at; webhooks go to `<publicUrl>/hooks/<source>`. */
+  publicUrl?: string;
+  /** `all` (default), `api` (HTTP only) or `worker` (work loop only). */
+  role?: "all" | "api" | "worker";
+  worker?: WorkerOptions;
+  clock?: Clock;
+  ids?: IdGenerator;
+  logger?: Logger;
+}
+
+export interface Longhaul {
+  store: Store;
+  server: FastifyInstance;
+  worker: Worker | null;
+  log: Logger;
+  /** Starts the worker (unless role is `api`) and listens; returns the base URL. */
+  listen(opts: { port: number; host?: string }): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** Wires store, registries, worker and HTTP server together: the one place adapters meet. */
+export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longhaul> {
+  const clock = opts.clock ?? systemClock;
+  const ids = opts.ids ?? ulidGenerator(clock);
+  const log = opts.logger ?? pino({ level: process.env.LONGHAUL_LOG_LEVEL ?? "info" });
+  const store =
+    opts.store ?? (await openStore(opts.databaseUrl ?? process.env.LONGHAUL_DATABASE_URL ?? "sqlite:.longhaul/longhaul.db", { clock, ids }));
+  await store.migrate();
+
+  const taskTypes = taskTypeRegistry(opts.taskTypes);
+  const providers = providerRegistry(opts.providers);
+  const sources = new Map<string, Source>();
+  for (const [name, cfg] of Object.entries(opts.sources ?? {})) sources.set(name, buildSource(name, cfg));
+
+  let publicUrl = opts.publicUrl?.replace(/\/$/, "") ?? null;
+  const webhookUrlFor = (provider: string) => {
+    const source = [...sources.values()].find((s) => s.provider === provider);
+    if (!source) {
+      throw new LonghaulError("CONFIG_INVALID", `No webhook source is configured for provider "${provider}".`);
+    }
+    if (!publicUrl) throw new LonghaulError("CONFIG_INVALID", "Set public_url so providers know where to send webhooks.");
+    return `${publicUrl}/hooks/${source.name}`;
+  };
+
+  const role = opts.role ?? "all";
+  const worker =
+    role === "api" ? null : new Worker({ store, clock, taskTypes, providers, webhookUrlFor, log }, opts.worker);
+  const server = buildServer({ store, clock, taskTypes, sources, log });
+
+  return {
+    store,
+    server,
+    worker,
+    log,
+    async listen({ port, host = "127.0.0.1" }) {
+      const address = await server.listen({ port, host });
+      publicUrl ??= address;
+      worker?.start();
+      return address;
+    },
+    async close() {
+      await server.close();
+      await worker?.stop();
+      await store.close();
+    },
+  };
+}

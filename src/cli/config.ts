@@ -1,0 +1,37 @@
+import { existsSync, readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { LonghaulError } from "../core/errors.ts";
+import type { TaskType } from "../core/task-type.ts";
+import type { SourceConfig } from "../ingress/sources.ts";
+
+/** The configuration file (DESIGN §7): `.ts`, `.js` (default export) or `.json`. */
+export interface LonghaulConfig {
+  sources?: Record<string, SourceConfig>;
+  /** Where each provider's API lives, e.g. `{ "sim": { "base_url": "http://127.0.0.1:8788" } }`. */
+  providers?: Record<string, { base_url: string }>;
+  public_url?: string;
+  taskTypes?: TaskType[];
+}
+
+const defaults = ["longhaul.config.ts", "longhaul.config.js", "longhaul.config.json"];
+
+/** Loads `path`, or the first default file that exists, or an empty config. */
+export async function loadConfig(path: string | undefined): Promise<LonghaulConfig> {
+  const file = path ?? defaults.find((f) => existsSync(f));
+  if (!file) return {};
+  const abs = resolve(file);
+  if (!existsSync(abs)) throw new LonghaulError("CONFIG_INVALID", `Config file ${file} does not exist.`);
+  let raw: unknown;
+  try {
+    raw = abs.endsWith(".json")
+      ? JSON.parse(readFileSync(abs, "utf8"))
+      : ((await import(pathToFileURL(abs).href)) as { default?: unknown }).default;
+  } catch (err) {
+    throw new LonghaulError("CONFIG_INVALID", `Could not load ${file}: ${(err as Error).message}`, { cause: err });
+  }
+  if (typeof raw !== "object" || raw === null) {
+    throw new LonghaulError("CONFIG_INVALID", `${file} must export an object (as its default export for .ts/.js).`);
+  }
+  return raw as LonghaulConfig;
+}

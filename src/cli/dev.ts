@@ -1,0 +1,76 @@
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { pino } from "pino";
+import { createLonghaul } from "../app.ts";
+import { demoTaskTypes } from "../demo/index.ts";
+import { hashApiKey, newApiKey } from "../http/auth.ts";
+import { simProvider } from "../providers/sim/sim-provider.ts";
+import { startSimulator } from "../providers/sim/simulator.ts";
+import { openStore } from "../store/open-store.ts";
+import { loadConfig } from "./config.ts";
+import { onShutdown } from "./shutdown.ts";
+
+export const DEV_TENANT_ID = "tn_dev";
+
+/**
+ * `longhaul dev`: server, workers and simulator in one process. The development tenant and
+ * the simulator's signing secret are created once and kept in the store, so a restart on the
+ * same data directory prints the same key and resumes every task.
+ */
+export async function dev(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      port: { type: "string", default: process.env.PORT ?? "8787" },
+      host: { type: "string", default: "127.0.0.1" },
+      "data-dir": { type: "string", default: ".longhaul" },
+      config: { type: "string" },
+      "sim-port": { type: "string", default: "0" },
+    },
+  });
+  const port = Number(values.port);
+  const dataDir = values["data-dir"];
+  const config = await loadConfig(values.config);
+  const log = pino({ level: process.env.LONGHAUL_LOG_LEVEL ?? "warn" });
+  const store = await openStore(process.env.LONGHAUL_DATABASE_URL ?? `sqlite:${join(dataDir, "longhaul.db")}`);
+  await store.migrate();
+
+  const simSecret = await store.putMetaIfAbsent("dev.sim_secret", `whsec_${randomBytes(24).toString("base64")}`);
+  const sim = await startSimulator({
+    port: Number(values["sim-port"]),
+    secret: simSecret,
+    stateFile: join(dataDir, "sim.db"),
+  });
+  const apiKey = process.env.LONGHAUL_API_KEY ?? (await store.putMetaIfAbsent("dev.api_key", newApiKey()));
+  await store.ensureTenant({ id: DEV_TENANT_ID, name: "development", keyHash: hashApiKey(apiKey) });
+
+  const publicUrl = config.public_url ?? `http://${values.host === "0.0.0.0" ? "127.0.0.1" : values.host}:${port}`;
+  const app = await createLonghaul({
+    store,
+    logger: log,
+    taskTypes: [...demoTaskTypes(dataDir), ...(config.taskTypes ?? [])],
+    providers: [simProvider({ baseUrl: sim.url })],
+    sources: { sim: { provider: "sim", scheme: "standard-webhooks", secrets: [simSecret] }, ...config.sources },
+    publicUrl,
+  });
+  const url = await app.listen({ port, host: values.host });
+  onShutdown(async () => {
+    await app.close();
+    await sim.close();
+  });
+
+  console.log(`
+longhaul dev is running
+
+  API        ${url}
+  API key    ${apiKey}
+  simulator  ${sim.url}
+  data       ${dataDir}
+
+Try it:
+  curl -s -X POST ${url}/v1/tasks \\
+    -H "Authorization: Bearer ${apiKey}" -H "Content-Type: application/json" \\
+    -d '{"type": "demo.echo", "input": {"text": "hello", "delay_ms": 500}}'
+`);
+}

@@ -1,0 +1,43 @@
+import { LonghaulError } from "../core/errors.ts";
+import { dev } from "./dev.ts";
+import { migrateCommand } from "./migrate.ts";
+import { serve } from "./serve.ts";
+import { simulate } from "./simulate.ts";
+
+const usage = `longhaul — long-running, webhook-driven tasks
+
+Usage:
+  longhaul dev [--port 8787] [--data-dir .longhaul] [--config file]   server, workers, simulator on SQLite
+  longhaul serve [--config file] [--role all|api|worker] [--port 8787] [--host 0.0.0.0]
+  longhaul simulate [--port 8788] [--secret whsec_…] [--seed 1] [--state-file f]
+                    [--duplicate r] [--reorder r] [--drop r] [--fail-create r] [--delay-ms min,max]
+  longhaul migrate                                                   apply database migrations
+
+Environment: LONGHAUL_DATABASE_URL (sqlite:path | postgres://…), LONGHAUL_API_KEY (dev key),
+LONGHAUL_LOG_LEVEL.`;
+
+const commands: Record<string, (argv: string[]) => Promise<void>> = {
+  dev,
+  serve,
+  simulate,
+  migrate: migrateCommand,
+};
+
+const [name, ...rest] = process.argv.slice(2);
+const command = name ? commands[name] : undefined;
+if (!command) {
+  console.log(usage);
+  process.exit(name && name !== "help" && name !== "--help" ? 2 : 0);
+}
+try {
+  await command(rest);
+} catch (err) {
+  if (err instanceof LonghaulError) {
+    console.error(`longhaul ${name}: ${err.message} (${err.code})`);
+  } else if (err instanceof Error && (err as NodeJS.ErrnoException).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
+    console.error(`longhaul ${name}: ${err.message}\n\n${usage}`);
+  } else {
+    console.error(err);
+  }
+  process.exit(1);
+}

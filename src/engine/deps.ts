@@ -1,0 +1,18 @@
+import type { Logger } from "pino";
+import type { Clock } from "../core/clock.ts";
+import type { TaskType } from "../core/task-type.ts";
+import type { Provider } from "../providers/provider.ts";
+import type { Store } from "../store/store.ts";
+import type { Registry } from "./registry.ts";
+
+/** What the work handlers need. Wired once in `src/app.ts`. */
+export interface EngineDeps {
+  store: Store;
+  clock: Clock;
+  taskTypes: Registry<TaskType>;
+  providers: Registry<Provider>;
+  /** The URL a provider should post this provider's job events to (`<public_url>/hooks/<source>`). */
+  webhookUrlFor: (provider: string) => string;
+  log: Logger;
+  random?: () => number;
+}

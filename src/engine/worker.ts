@@ -1,0 +1,160 @@
+import { hostname } from "node:os";
+import { backoffMs } from "../core/backoff.ts";
+import { LonghaulError } from "../core/errors.ts";
+import type { Lease, WorkItem, WorkKind } from "../store/store.ts";
+import { advance } from "./advance.ts";
+import { applyEvent } from "./apply-event.ts";
+import { cancelJob } from "./cancel-job.ts";
+import type { EngineDeps } from "./deps.ts";
+import { dispatch } from "./dispatch.ts";
+import { timeout } from "./timeout.ts";
+
+type Handler = (d: EngineDeps, item: WorkItem, lease: Lease) => Promise<void>;
+
+const handlers: Record<WorkKind, Handler> = {
+  advance,
+  dispatch,
+  apply_event: applyEvent,
+  timeout,
+  cancel_job: cancelJob,
+};
+
+export interface WorkerOptions {
+  /** Work items handled at once. */
+  concurrency?: number;
+  /** How long a claimed item is ours before another worker may take it over. */
+  leaseMs?: number;
+  /** Longest sleep when idle; commits on this node wake the worker at once. */
+  idleMs?: number;
+  id?: string;
+}
+
+/**
+ * The worker loop: claim due items up to the free slots, run their handlers, keep their
+ * leases alive, and sleep until the store signals new work or the next item is due. Expired
+ * leases of crashed workers are handed back on a timer (DESIGN §3.4).
+ */
+export class Worker {
+  readonly id: string;
+  private readonly concurrency: number;
+  private readonly leaseMs: number;
+  private readonly idleMs: number;
+  private readonly running = new Set<Promise<void>>();
+  private stopped = true;
+  private wake: (() => void) | null = null;
+  private loopDone: Promise<void> = Promise.resolve();
+  private unsubscribe: () => void = () => {};
+  private lastRecovery = 0;
+
+  constructor(
+    private readonly d: EngineDeps,
+    opts: WorkerOptions = {},
+  ) {
+    this.id = opts.id ?? `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
+    this.concurrency = opts.concurrency ?? 16;
+    this.leaseMs = opts.leaseMs ?? 30_000;
+    this.idleMs = opts.idleMs ?? 1000;
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.unsubscribe = this.d.store.onWork(() => this.poke());
+    this.loopDone = this.loop().catch((err) => this.d.log.error({ err }, "worker loop crashed"));
+  }
+
+  /** Stops claiming, and waits for the items in hand to finish. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.unsubscribe();
+    this.poke();
+    await this.loopDone;
+    await Promise.allSettled([...this.running]);
+  }
+
+  private poke(): void {
+    const w = this.wake;
+    this.wake = null;
+    w?.();
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopped) {
+      const now = this.d.clock.now();
+      if (now - this.lastRecovery >= Math.min(1000, this.leaseMs / 3)) {
+        this.lastRecovery = now;
+        await this.safely(() => this.d.store.recoverExpiredLeases());
+      }
+      const free = this.concurrency - this.running.size;
+      let claimed: WorkItem[] = [];
+      if (free > 0) claimed = (await this.safely(() => this.d.store.claim(this.id, free, this.leaseMs))) ?? [];
+      for (const item of claimed) this.track(this.handle(item));
+      if (claimed.length > 0 && claimed.length === free) continue;
+      await this.sleep(claimed.length > 0 ? 0 : await this.idleDelay());
+    }
+  }
+
+  private async idleDelay(): Promise<number> {
+    const next = await this.safely(() => this.d.store.nextRunAt());
+    const wait = next == null ? 0 : next - this.d.clock.now();
+    // Due but unclaimable items are blocked by a lease (same task): the holder finishing,
+    // or lease recovery, wakes us, so do not spin on them.
+    return wait > 0 ? Math.min(this.idleMs, wait) : this.idleMs;
+  }
+
+  private sleep(ms: number): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    return new Promise((resolve) => {
+      const t = setTimeout(() => {
+        this.wake = null;
+        resolve();
+      }, ms);
+      this.wake = () => {
+        clearTimeout(t);
+        resolve();
+      };
+    });
+  }
+
+  private track(p: Promise<void>): void {
+    this.running.add(p);
+    void p.finally(() => {
+      this.running.delete(p);
+      this.poke();
+    });
+  }
+
+  private async handle(item: WorkItem): Promise<void> {
+    const lease: Lease = { itemId: item.id, owner: this.id };
+    const heartbeat = setInterval(() => {
+      this.d.store.extendLease(lease, this.leaseMs).catch(() => clearInterval(heartbeat));
+    }, this.leaseMs / 3);
+    heartbeat.unref();
+    try {
+      await handlers[item.kind](this.d, item, lease);
+    } catch (err) {
+      if (err instanceof LonghaulError && err.code === "LEASE_LOST") {
+        this.d.log.warn({ item: item.id, kind: item.kind }, "lease lost; another worker owns this item now");
+        return;
+      }
+      const message = err instanceof Error ? err.message : String(err);
+      this.d.log.error({ err, item: item.id, kind: item.kind, attempt: item.attempts }, "work item failed");
+      await this.safely(() => this.d.store.fail(lease, message, this.d.clock.now() + backoffMs(item.attempts)));
+    } finally {
+      clearInterval(heartbeat);
+    }
+  }
+
+  private async safely<T>(fn: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!(err instanceof LonghaulError && err.code === "LEASE_LOST")) {
+        this.d.log.error({ err }, "store call failed");
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      return undefined;
+    }
+  }
+}

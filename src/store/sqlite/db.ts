@@ -1,0 +1,54 @@
+import Database from "better-sqlite3";
+import type { Statement } from "better-sqlite3";
+import type { Clock } from "../../core/clock.ts";
+import type { IdGenerator } from "../../core/ids.ts";
+
+type Params = readonly unknown[];
+
+/** Prepared statements, cached by their text: each SQL string is compiled once per connection. */
+export class Sql {
+  private readonly cache = new Map<string, Statement>();
+  constructor(readonly db: Database.Database) {}
+
+  private prepare(text: string): Statement {
+    let s = this.cache.get(text);
+    if (!s) {
+      s = this.db.prepare(text);
+      this.cache.set(text, s);
+    }
+    return s;
+  }
+  run(text: string, ...params: Params): Database.RunResult {
+    return this.prepare(text).run(...params);
+  }
+  get<T>(text: string, ...params: Params): T | undefined {
+    return this.prepare(text).get(...params) as T | undefined;
+  }
+  all<T>(text: string, ...params: Params): T[] {
+    return this.prepare(text).all(...params) as T[];
+  }
+}
+
+/** What every SQLite operation runs with. */
+export interface Ctx {
+  sql: Sql;
+  clock: Clock;
+  ids: IdGenerator;
+}
+
+/**
+ * Opens the file with the durability the design asks for: WAL, `synchronous=FULL` (a
+ * committed transaction survives power loss), foreign keys on, and a busy timeout so
+ * a second reader (the CLI) waits instead of failing.
+ */
+export function openDatabase(path: string): Database.Database {
+  const db = new Database(path);
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = FULL");
+  db.pragma("foreign_keys = ON");
+  db.pragma("busy_timeout = 5000");
+  return db;
+}
+
+export const json = (v: unknown): string => JSON.stringify(v ?? null);
+export const parseJson = <T = unknown>(s: string | null | undefined): T => (s == null ? null : JSON.parse(s)) as T;

@@ -1,0 +1,339 @@
+import type { ErrorInfo } from "../../core/errors.ts";
+import { isTerminalJob, type JobStatus, nextJobStatus } from "../../core/job-state.ts";
+import type { RunOutcome, StoredStep } from "../../core/replay.ts";
+import { isTerminalTask } from "../../core/task-state.ts";
+import type { ProviderEvent } from "../../providers/provider.ts";
+import type {
+  AdvanceResult,
+  ApplyOutcome,
+  InboxEventRow,
+  InboxStatus,
+  Lease,
+  NewInboxEvent,
+  TaskRow,
+} from "../store.ts";
+import { type Ctx, json } from "./db.ts";
+import { assertLease, complete, enqueue } from "./queue-ops.ts";
+import { advanceItem, emit, type JobDbRow, type StepDbRow, setTaskStatus, taskRow, toJob, toStep } from "./task-ops.ts";
+
+export function loadForAdvance(c: Ctx, taskId: string): { task: TaskRow; history: StoredStep[] } | null {
+  const task = taskRow(c, taskId);
+  if (!task) return null;
+  const history = c.sql.all<StepDbRow>("SELECT * FROM steps WHERE task_id = ? ORDER BY position", taskId).map(toStep);
+  return { task, history };
+}
+
+export function beginAdvance(c: Ctx, lease: Lease, taskId: string): boolean {
+  assertLease(c, lease);
+  const task = taskRow(c, taskId);
+  if (!task || isTerminalTask(task.status)) return false;
+  if (task.status !== "running") setTaskStatus(c, task, "running");
+  return true;
+}
+
+export function storeRunOutcome(c: Ctx, lease: Lease, taskId: string, o: RunOutcome): void {
+  assertLease(c, lease);
+  const now = c.clock.now();
+  const output = o.status === "succeeded" ? json(o.output) : null;
+  const error = o.status === "succeeded" ? null : json(o.error);
+  // The primary key (task_id, step_id) and the status guard keep a stored outcome final.
+  c.sql.run(
+    `INSERT INTO steps (task_id, step_id, position, kind, status, output, error, attempts, created_at, updated_at)
+     VALUES (?, ?, ?, 'run', ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (task_id, step_id) DO UPDATE SET status = excluded.status, output = excluded.output,
+       error = excluded.error, attempts = excluded.attempts, updated_at = excluded.updated_at
+     WHERE steps.status = 'running'`,
+    taskId,
+    o.stepId,
+    o.position,
+    o.status,
+    output,
+    error,
+    o.attempts,
+    now,
+    now,
+  );
+  const task = taskRow(c, taskId)!;
+  if (o.status !== "running") {
+    emit(c, task.tenantId, taskId, `step.${o.status}`, { step_id: o.stepId, kind: "run" });
+  }
+}
+
+export function finishAdvance(c: Ctx, lease: Lease, taskId: string, r: AdvanceResult): void {
+  assertLease(c, lease);
+  const task = taskRow(c, taskId);
+  complete(c, lease);
+  if (!task || isTerminalTask(task.status)) return;
+  const now = c.clock.now();
+  switch (r.kind) {
+    case "succeeded":
+      setTaskStatus(c, task, "succeeded", { output: r.output });
+      return;
+    case "failed":
+      setTaskStatus(c, task, "failed", { error: r.error });
+      return;
+    case "retry":
+      enqueue(c, [advanceItem(task.tenantId, taskId, r.runAt)]);
+      return;
+    case "suspended":
+      for (const w of r.waits) {
+        const jobId = c.ids.next("j");
+        const deadline = w.timeoutMs === null ? null : now + w.timeoutMs;
+        c.sql.run(
+          `INSERT INTO steps (task_id, step_id, position, kind, status, attempts, deadline_at, job_id, created_at, updated_at)
+           VALUES (?, ?, ?, 'job', 'waiting', 0, ?, ?, ?, ?)`,
+          taskId,
+          w.stepId,
+          w.position,
+          deadline,
+          jobId,
+          now,
+          now,
+        );
+        c.sql.run(
+          `INSERT INTO jobs (id, tenant_id, task_id, step_id, provider, status, input, idempotency_key, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)`,
+          jobId,
+          task.tenantId,
+          taskId,
+          w.stepId,
+          w.provider,
+          json(w.input),
+          `${taskId}:${w.stepId}`,
+          now,
+          now,
+        );
+        enqueue(c, [{ kind: "dispatch", tenantId: task.tenantId, payload: { jobId }, dedupeKey: `dispatch:${jobId}` }]);
+        if (deadline !== null) {
+          enqueue(c, [
+            {
+              kind: "timeout",
+              tenantId: task.tenantId,
+              payload: { taskId, stepId: w.stepId },
+              runAt: deadline,
+              dedupeKey: `timeout:${taskId}:${w.stepId}`,
+            },
+          ]);
+        }
+        emit(c, task.tenantId, taskId, "step.waiting", { step_id: w.stepId, kind: "job", job_id: jobId, provider: w.provider });
+      }
+      setTaskStatus(c, task, "waiting");
+      return;
+  }
+}
+
+function job(c: Ctx, jobId: string) {
+  const r = c.sql.get<JobDbRow>("SELECT * FROM jobs WHERE id = ?", jobId);
+  return r ? toJob(r) : null;
+}
+
+export { job as getJob };
+
+export function recordJobCreated(c: Ctx, lease: Lease, jobId: string, externalId: string, status: JobStatus): void {
+  assertLease(c, lease);
+  complete(c, lease);
+  const j = job(c, jobId);
+  if (!j || j.externalId !== null) return;
+  const now = c.clock.now();
+  c.sql.run(
+    "UPDATE jobs SET external_id = ?, status = CASE WHEN status = 'pending' THEN ? ELSE status END, updated_at = ? WHERE id = ?",
+    externalId,
+    status,
+    now,
+    jobId,
+  );
+  emit(c, j.tenantId, j.taskId, "job.created", { step_id: j.stepId, job_id: jobId, provider: j.provider, external_id: externalId });
+  // DESIGN §3.5: events that came before the job was known are applied now.
+  const early = c.sql.all<{ id: string }>(
+    "SELECT id FROM inbox_events WHERE provider = ? AND job_external_id = ? AND status = 'unmatched' ORDER BY received_at",
+    j.provider,
+    externalId,
+  );
+  for (const e of early) {
+    c.sql.run("UPDATE inbox_events SET status = 'received', updated_at = ? WHERE id = ?", now, e.id);
+    enqueue(c, [applyItem(j.tenantId, e.id)]);
+  }
+}
+
+const applyItem = (tenantId: string | null, inboxId: string) => ({
+  kind: "apply_event" as const,
+  tenantId,
+  payload: { inboxId },
+  dedupeKey: `apply:${inboxId}`,
+});
+
+/** Ends a job's step with `stepStatus`, stores the job's final fields, and advances its task. */
+function endJobStep(
+  c: Ctx,
+  j: ReturnType<typeof toJob>,
+  jobStatus: JobStatus,
+  stepStatus: "succeeded" | "failed" | "timed_out",
+  fields: { output?: unknown; error?: ErrorInfo | null; usage?: unknown },
+): void {
+  const now = c.clock.now();
+  c.sql.run(
+    `UPDATE jobs SET status = ?, output = COALESCE(?, output), error = COALESCE(?, error), usage = COALESCE(?, usage),
+       updated_at = ? WHERE id = ?`,
+    jobStatus,
+    fields.output === undefined ? null : json(fields.output),
+    fields.error ? json(fields.error) : null,
+    fields.usage === undefined ? null : json(fields.usage),
+    now,
+    j.id,
+  );
+  const changed = c.sql.run(
+    `UPDATE steps SET status = ?, output = ?, error = ?, updated_at = ? WHERE task_id = ? AND step_id = ? AND status = 'waiting'`,
+    stepStatus,
+    stepStatus === "succeeded" ? json(fields.output) : null,
+    stepStatus === "succeeded" ? null : json(fields.error),
+    now,
+    j.taskId,
+    j.stepId,
+  ).changes;
+  if (changed === 0) return;
+  const data: Record<string, unknown> = { step_id: j.stepId, kind: "job", job_id: j.id };
+  if (fields.error) data.error = fields.error;
+  emit(c, j.tenantId, j.taskId, `step.${stepStatus}`, data);
+  enqueue(c, [advanceItem(j.tenantId, j.taskId)]);
+}
+
+export function failJob(c: Ctx, lease: Lease, jobId: string, error: ErrorInfo): void {
+  assertLease(c, lease);
+  complete(c, lease);
+  const j = job(c, jobId);
+  if (!j || isTerminalJob(j.status)) return;
+  endJobStep(c, j, "failed", "failed", { error });
+}
+
+export function recordEvent(c: Ctx, e: NewInboxEvent): { id: string; duplicate: boolean } {
+  const now = c.clock.now();
+  const id = c.ids.next("evt");
+  const inserted = c.sql.run(
+    `INSERT INTO inbox_events (id, source, provider, event_id, body, status, received_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, 'received', ?, ?) ON CONFLICT (source, event_id) DO NOTHING`,
+    id,
+    e.source,
+    e.provider,
+    e.eventId,
+    e.body,
+    now,
+    now,
+  ).changes;
+  if (inserted === 0) {
+    const existing = c.sql.get<{ id: string }>(
+      "SELECT id FROM inbox_events WHERE source = ? AND event_id = ?",
+      e.source,
+      e.eventId,
+    )!;
+    return { id: existing.id, duplicate: true };
+  }
+  enqueue(c, [applyItem(null, id)]);
+  return { id, duplicate: false };
+}
+
+interface InboxDbRow {
+  id: string;
+  source: string;
+  provider: string;
+  event_id: string;
+  body: Buffer;
+  status: InboxStatus;
+  type: string | null;
+  job_external_id: string | null;
+  note: string | null;
+  received_at: number;
+}
+
+export function getInboxEvent(c: Ctx, id: string): InboxEventRow | null {
+  const r = c.sql.get<InboxDbRow>("SELECT * FROM inbox_events WHERE id = ?", id);
+  if (!r) return null;
+  return {
+    id: r.id,
+    source: r.source,
+    provider: r.provider,
+    eventId: r.event_id,
+    body: r.body,
+    status: r.status,
+    type: r.type,
+    jobExternalId: r.job_external_id,
+    note: r.note,
+    receivedAt: r.received_at,
+  };
+}
+
+function markInbox(c: Ctx, id: string, status: InboxStatus, fields: { type?: string; jobExternalId?: string; note?: string }) {
+  c.sql.run(
+    `UPDATE inbox_events SET status = ?, type = COALESCE(?, type), job_external_id = COALESCE(?, job_external_id),
+       note = ?, updated_at = ? WHERE id = ?`,
+    status,
+    fields.type ?? null,
+    fields.jobExternalId ?? null,
+    fields.note ?? null,
+    c.clock.now(),
+    id,
+  );
+}
+
+export function applyJobEvent(c: Ctx, lease: Lease, inboxId: string, provider: string, ev: ProviderEvent): ApplyOutcome {
+  assertLease(c, lease);
+  complete(c, lease);
+  const inbox = c.sql.get<{ status: InboxStatus }>("SELECT status FROM inbox_events WHERE id = ?", inboxId);
+  // Applied once (DESIGN §3.2): a replayed item for an event already applied or ignored does nothing.
+  if (!inbox || (inbox.status !== "received" && inbox.status !== "unmatched")) return "ignored";
+  const r = c.sql.get<JobDbRow>("SELECT * FROM jobs WHERE provider = ? AND external_id = ?", provider, ev.jobId);
+  if (!r) {
+    // DESIGN §3.5: kept until the job is recorded, then re-queued by recordJobCreated.
+    markInbox(c, inboxId, "unmatched", { type: ev.type, jobExternalId: ev.jobId, note: "no job with this id yet" });
+    return "unmatched";
+  }
+  const j = toJob(r);
+  const to = nextJobStatus(j.status, ev.type);
+  if (to === null) {
+    // DESIGN §3.3: recorded, never applied backwards.
+    markInbox(c, inboxId, "ignored", {
+      type: ev.type,
+      jobExternalId: ev.jobId,
+      note: `job is already ${j.status}; a ${ev.type} event cannot move it`,
+    });
+    return "ignored";
+  }
+  markInbox(c, inboxId, "applied", { type: ev.type, jobExternalId: ev.jobId });
+  if (to === "succeeded") {
+    endJobStep(c, j, "succeeded", "succeeded", { output: ev.output ?? null, usage: ev.usage });
+  } else if (to === "failed" || to === "canceled") {
+    const error: ErrorInfo = {
+      code: ev.error?.code ?? (to === "canceled" ? "JOB_CANCELED" : "JOB_FAILED"),
+      message: ev.error?.message ?? `The ${provider} job ${ev.jobId} ${to}.`,
+    };
+    endJobStep(c, j, to, "failed", { error, usage: ev.usage });
+  } else {
+    c.sql.run("UPDATE jobs SET status = ?, updated_at = ? WHERE id = ?", to, c.clock.now(), j.id);
+    emit(c, j.tenantId, j.taskId, `job.${to}`, { step_id: j.stepId, job_id: j.id });
+  }
+  return "applied";
+}
+
+export function rejectInboxEvent(c: Ctx, lease: Lease, inboxId: string, note: string): void {
+  assertLease(c, lease);
+  complete(c, lease);
+  markInbox(c, inboxId, "invalid", { note });
+}
+
+export function fireTimeout(c: Ctx, lease: Lease, taskId: string, stepId: string): boolean {
+  assertLease(c, lease);
+  complete(c, lease);
+  const s = c.sql.get<StepDbRow>("SELECT * FROM steps WHERE task_id = ? AND step_id = ?", taskId, stepId);
+  if (!s || s.status !== "waiting") return false;
+  const j = s.job_id ? job(c, s.job_id) : null;
+  const error: ErrorInfo = {
+    code: "JOB_TIMED_OUT",
+    message: `Step "${stepId}" waited past its deadline; a result that arrives later is recorded but not applied.`,
+  };
+  if (j) {
+    endJobStep(c, j, isTerminalJob(j.status) ? j.status : "timed_out", "timed_out", { error });
+    if (!isTerminalJob(j.status)) {
+      enqueue(c, [{ kind: "cancel_job", tenantId: j.tenantId, payload: { jobId: j.id }, dedupeKey: `cancel:${j.id}` }]);
+    }
+  }
+  return true;
+}

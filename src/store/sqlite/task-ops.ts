@@ -1,0 +1,274 @@
+import type { ErrorInfo } from "../../core/errors.ts";
+import { LonghaulError } from "../../core/errors.ts";
+import type { JobStatus } from "../../core/job-state.ts";
+import type { StepKind, StepStatus } from "../../core/step-state.ts";
+import { isTerminalTask, type TaskStatus } from "../../core/task-state.ts";
+import type { JobRow, NewTask, StepRow, TaskDetail, TaskEventRow, TaskQuery, TaskRow } from "../store.ts";
+import { type Ctx, json, parseJson } from "./db.ts";
+import { enqueue } from "./queue-ops.ts";
+
+interface TaskDbRow {
+  id: string;
+  tenant_id: string;
+  type: string;
+  status: TaskStatus;
+  input: string;
+  output: string | null;
+  error: string | null;
+  client_request_id: string | null;
+  user_id: string | null;
+  trace_id: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export const toTask = (r: TaskDbRow): TaskRow => ({
+  id: r.id,
+  tenantId: r.tenant_id,
+  type: r.type,
+  status: r.status,
+  input: parseJson(r.input),
+  output: parseJson(r.output),
+  error: parseJson<ErrorInfo | null>(r.error),
+  clientRequestId: r.client_request_id,
+  userId: r.user_id,
+  traceId: r.trace_id,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+export interface StepDbRow {
+  task_id: string;
+  step_id: string;
+  position: number;
+  kind: StepKind;
+  status: StepStatus;
+  output: string | null;
+  error: string | null;
+  attempts: number;
+  deadline_at: number | null;
+  job_id: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export const toStep = (r: StepDbRow): StepRow => ({
+  stepId: r.step_id,
+  position: r.position,
+  kind: r.kind,
+  status: r.status,
+  output: parseJson(r.output),
+  error: parseJson<ErrorInfo | null>(r.error),
+  attempts: r.attempts,
+  deadlineAt: r.deadline_at,
+  jobId: r.job_id,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+export interface JobDbRow {
+  id: string;
+  tenant_id: string;
+  task_id: string;
+  step_id: string;
+  provider: string;
+  external_id: string | null;
+  status: JobStatus;
+  input: string;
+  output: string | null;
+  error: string | null;
+  usage: string | null;
+  idempotency_key: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export const toJob = (r: JobDbRow): JobRow => ({
+  id: r.id,
+  tenantId: r.tenant_id,
+  taskId: r.task_id,
+  stepId: r.step_id,
+  provider: r.provider,
+  externalId: r.external_id,
+  status: r.status,
+  input: parseJson(r.input),
+  output: parseJson(r.output),
+  error: parseJson<ErrorInfo | null>(r.error),
+  usage: parseJson(r.usage),
+  idempotencyKey: r.idempotency_key,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+/** Appends to the tenant's task event log (in the caller's transaction). */
+export function emit(c: Ctx, tenantId: string, taskId: string, type: string, data: unknown): void {
+  c.sql.run(
+    "INSERT INTO task_events (tenant_id, task_id, type, data, created_at) VALUES (?, ?, ?, ?, ?)",
+    tenantId,
+    taskId,
+    type,
+    json(data),
+    c.clock.now(),
+  );
+}
+
+export const advanceItem = (tenantId: string, taskId: string, runAt?: number) => ({
+  kind: "advance" as const,
+  tenantId,
+  payload: { taskId },
+  dedupeKey: `advance:${taskId}`,
+  concurrencyKey: `task:${taskId}`,
+  ...(runAt === undefined ? {} : { runAt }),
+});
+
+export function taskRow(c: Ctx, taskId: string): TaskRow | null {
+  const r = c.sql.get<TaskDbRow>("SELECT * FROM tasks WHERE id = ?", taskId);
+  return r ? toTask(r) : null;
+}
+
+/** Moves a task to `status`, emitting `task.<status>` when it changes. */
+export function setTaskStatus(
+  c: Ctx,
+  task: TaskRow,
+  status: TaskStatus,
+  fields: { output?: unknown; error?: ErrorInfo | null } = {},
+): void {
+  c.sql.run(
+    "UPDATE tasks SET status = ?, output = COALESCE(?, output), error = COALESCE(?, error), updated_at = ? WHERE id = ?",
+    status,
+    fields.output === undefined ? null : json(fields.output),
+    fields.error == null ? null : json(fields.error),
+    c.clock.now(),
+    task.id,
+  );
+  if (task.status !== status) {
+    const data: Record<string, unknown> = { status };
+    if (fields.output !== undefined) data.output = fields.output;
+    if (fields.error) data.error = fields.error;
+    emit(c, task.tenantId, task.id, `task.${status}`, data);
+  }
+}
+
+export function submitTask(c: Ctx, t: NewTask): { task: TaskRow; created: boolean } {
+  if (t.clientRequestId !== null) {
+    const existing = c.sql.get<TaskDbRow>(
+      "SELECT * FROM tasks WHERE tenant_id = ? AND client_request_id = ?",
+      t.tenantId,
+      t.clientRequestId,
+    );
+    if (existing) {
+      if (existing.type !== t.type || existing.input !== json(t.input)) {
+        throw new LonghaulError(
+          "IDEMPOTENCY_CONFLICT",
+          `client_request_id "${t.clientRequestId}" was already used for task ${existing.id} with a different type or input. Use a new client_request_id for a new task.`,
+        );
+      }
+      return { task: toTask(existing), created: false };
+    }
+  }
+  const now = c.clock.now();
+  const id = c.ids.next("t");
+  const row = c.sql.get<TaskDbRow>(
+    `INSERT INTO tasks (id, tenant_id, type, status, input, client_request_id, user_id, trace_id, created_at, updated_at)
+     VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?) RETURNING *`,
+    id,
+    t.tenantId,
+    t.type,
+    json(t.input),
+    t.clientRequestId,
+    t.userId,
+    t.traceId,
+    now,
+    now,
+  )!;
+  emit(c, t.tenantId, id, "task.created", { type: t.type });
+  enqueue(c, [advanceItem(t.tenantId, id)]);
+  return { task: toTask(row), created: true };
+}
+
+export function getTask(c: Ctx, tenantId: string, taskId: string): TaskDetail | null {
+  const r = c.sql.get<TaskDbRow>("SELECT * FROM tasks WHERE id = ? AND tenant_id = ?", taskId, tenantId);
+  if (!r) return null;
+  return {
+    task: toTask(r),
+    steps: c.sql.all<StepDbRow>("SELECT * FROM steps WHERE task_id = ? ORDER BY position", taskId).map(toStep),
+    jobs: c.sql.all<JobDbRow>("SELECT * FROM jobs WHERE task_id = ? ORDER BY created_at, id", taskId).map(toJob),
+  };
+}
+
+export function listTasks(c: Ctx, tenantId: string, q: TaskQuery): { tasks: TaskRow[]; nextCursor: string | null } {
+  const where = ["tenant_id = ?"];
+  const params: unknown[] = [tenantId];
+  if (q.status) {
+    where.push("status = ?");
+    params.push(q.status);
+  }
+  if (q.type) {
+    where.push("type = ?");
+    params.push(q.type);
+  }
+  if (q.cursor) {
+    where.push("id < ?");
+    params.push(q.cursor);
+  }
+  const rows = c.sql.all<TaskDbRow>(
+    `SELECT * FROM tasks WHERE ${where.join(" AND ")} ORDER BY id DESC LIMIT ?`,
+    ...params,
+    q.limit + 1,
+  );
+  const more = rows.length > q.limit;
+  const tasks = rows.slice(0, q.limit).map(toTask);
+  return { tasks, nextCursor: more ? (tasks.at(-1)?.id ?? null) : null };
+}
+
+export function cancelTask(c: Ctx, tenantId: string, taskId: string): TaskRow {
+  const task = c.sql.get<TaskDbRow>("SELECT * FROM tasks WHERE id = ? AND tenant_id = ?", taskId, tenantId);
+  if (!task) throw new LonghaulError("TASK_NOT_FOUND", `No task ${taskId} for this tenant.`);
+  const t = toTask(task);
+  if (t.status === "canceled") return t;
+  if (isTerminalTask(t.status)) {
+    throw new LonghaulError("TASK_NOT_CANCELABLE", `Task ${taskId} has already ended (${t.status}); it cannot be canceled.`);
+  }
+  const now = c.clock.now();
+  c.sql.run(
+    "UPDATE steps SET status = 'canceled', updated_at = ? WHERE task_id = ? AND status IN ('running', 'waiting')",
+    now,
+    taskId,
+  );
+  // A job not yet created at its provider is never created now; a live one is asked to stop.
+  c.sql.run("UPDATE jobs SET status = 'canceled', updated_at = ? WHERE task_id = ? AND status = 'pending'", now, taskId);
+  const live = c.sql.all<{ id: string }>(
+    "SELECT id FROM jobs WHERE task_id = ? AND status IN ('created', 'running')",
+    taskId,
+  );
+  for (const j of live) {
+    enqueue(c, [{ kind: "cancel_job", tenantId, payload: { jobId: j.id }, dedupeKey: `cancel:${j.id}` }]);
+  }
+  setTaskStatus(c, t, "canceled");
+  return taskRow(c, taskId)!;
+}
+
+export function taskEvents(c: Ctx, tenantId: string, afterSeq: number, limit: number, taskId?: string): TaskEventRow[] {
+  const rows = taskId
+    ? c.sql.all<any>(
+        "SELECT * FROM task_events WHERE tenant_id = ? AND task_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+        tenantId,
+        taskId,
+        afterSeq,
+        limit,
+      )
+    : c.sql.all<any>(
+        "SELECT * FROM task_events WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+        tenantId,
+        afterSeq,
+        limit,
+      );
+  return rows.map((r) => ({
+    seq: r.seq,
+    tenantId: r.tenant_id,
+    taskId: r.task_id,
+    type: r.type,
+    data: parseJson(r.data),
+    createdAt: r.created_at,
+  }));
+}

@@ -1,0 +1,245 @@
+import type { ErrorInfo } from "../core/errors.ts";
+import type { JobStatus } from "../core/job-state.ts";
+import type { RunOutcome, StoredStep, WaitRequest } from "../core/replay.ts";
+import type { StepKind, StepStatus } from "../core/step-state.ts";
+import type { TaskStatus } from "../core/task-state.ts";
+import type { JobUsage, ProviderEvent } from "../providers/provider.ts";
+
+/**
+ * The one persistence interface (DESIGN §4.1). Every method is an atomic operation: it
+ * commits entirely or not at all, and when its promise resolves the change is durable
+ * (DESIGN §3.1). Implementations: `sqlite/` (group commit) and, later, `postgres/`. Both run
+ * `test/store-contract.ts`.
+ *
+ * Methods that finish a claimed work item take its `Lease` and fail with LEASE_LOST when the
+ * lease has passed to another worker, so a worker that stalled past its lease cannot
+ * overwrite its successor's work (DESIGN §3.4).
+ */
+export interface Store {
+  /** Applies pending migrations; refuses a schema newer than this code (SCHEMA_TOO_NEW). */
+  migrate(): Promise<{ from: number; to: number }>;
+  close(): Promise<void>;
+
+  // ── tenants ──
+  /** Creates a tenant with one API key (given as its hash). */
+  createTenant(t: { id?: string; name: string; keyHash: string }): Promise<TenantRow>;
+  /** Creates the tenant if it does not exist, and makes sure `keyHash` is one of its keys. */
+  ensureTenant(t: { id: string; name: string; keyHash: string }): Promise<TenantRow>;
+  tenantByKeyHash(keyHash: string): Promise<TenantRow | null>;
+
+  // ── tasks ──
+  /**
+   * Inserts a task, its `task.created` event and its first advance, or returns the task
+   * already submitted with the same `(tenant, clientRequestId)` (`created: false`).
+   * Fails with IDEMPOTENCY_CONFLICT when that task has another type or input.
+   */
+  submitTask(t: NewTask): Promise<{ task: TaskRow; created: boolean }>;
+  getTask(tenantId: string, taskId: string): Promise<TaskDetail | null>;
+  listTasks(tenantId: string, q: TaskQuery): Promise<{ tasks: TaskRow[]; nextCursor: string | null }>;
+  /** Cancels a task that has not ended; its waiting steps become canceled. TASK_NOT_FOUND, TASK_NOT_CANCELABLE. */
+  cancelTask(tenantId: string, taskId: string): Promise<TaskRow>;
+
+  // ── engine ──
+  /** What an advance needs: the task and its step history, or null if it is gone. */
+  loadForAdvance(taskId: string): Promise<{ task: TaskRow; history: StoredStep[] } | null>;
+  /** Marks a non-terminal task running (first run or resume). Returns false if the task has ended. */
+  beginAdvance(lease: Lease, taskId: string): Promise<boolean>;
+  /** Stores one `step.run` outcome. */
+  storeRunOutcome(lease: Lease, taskId: string, outcome: RunOutcome): Promise<void>;
+  /** Records the result of one advance and completes its work item, in one transaction. */
+  finishAdvance(lease: Lease, taskId: string, result: AdvanceResult): Promise<void>;
+
+  getJob(jobId: string): Promise<JobRow | null>;
+  /**
+   * Records the provider's id for a dispatched job, completes the dispatch item, and
+   * re-queues any event that arrived for that job before it was known (DESIGN §3.5).
+   */
+  recordJobCreated(lease: Lease, jobId: string, externalId: string, status: JobStatus): Promise<void>;
+  /** A dispatch that cannot succeed: the job and its step fail, and the task is advanced. */
+  failJob(lease: Lease, jobId: string, error: ErrorInfo): Promise<void>;
+
+  /**
+   * Records a verified inbound delivery and its apply item in one transaction (DESIGN §3.1).
+   * A second delivery of the same `(source, eventId)` changes nothing.
+   */
+  recordEvent(e: NewInboxEvent): Promise<{ id: string; duplicate: boolean }>;
+  getInboxEvent(id: string): Promise<InboxEventRow | null>;
+  /** Applies a parsed provider event to its job, step and task exactly once (DESIGN §3.2, §3.3). */
+  applyJobEvent(lease: Lease, inboxId: string, provider: string, event: ProviderEvent): Promise<ApplyOutcome>;
+  /** Marks an inbox event that could not be parsed, and completes its item. */
+  rejectInboxEvent(lease: Lease, inboxId: string, note: string): Promise<void>;
+
+  /** At a wait's deadline: times the step out if it is still waiting, and advances the task. */
+  fireTimeout(lease: Lease, taskId: string, stepId: string): Promise<boolean>;
+
+  // ── queue ──
+  enqueue(items: NewWorkItem[]): Promise<void>;
+  /** Leases up to `limit` due items, never two with the same concurrency key at once. */
+  claim(owner: string, limit: number, leaseMs: number): Promise<WorkItem[]>;
+  complete(lease: Lease): Promise<void>;
+  /** Pushes a held lease's expiry to now + `leaseMs`; LEASE_LOST if it is no longer held. */
+  extendLease(lease: Lease, leaseMs: number): Promise<void>;
+  /** Gives the item back for another attempt at `retryAt`, or dead-letters it after its last attempt. */
+  fail(lease: Lease, error: string, retryAt: number): Promise<"retry" | "dead">;
+  /** Returns expired leases to the queue (or to the dead letter after their last attempt). */
+  recoverExpiredLeases(): Promise<number>;
+  /** The earliest `run_at` of a pending item, for sleeping until there is work. */
+  nextRunAt(): Promise<number | null>;
+  deadItems(limit: number): Promise<WorkItem[]>;
+  /** Calls `fn` after a commit that may have made work due; returns the unsubscribe. */
+  onWork(fn: () => void): () => void;
+
+  // ── log and meta ──
+  taskEvents(tenantId: string, afterSeq: number, limit: number, taskId?: string): Promise<TaskEventRow[]>;
+  /** A small key-value table for deployment settings (generated secrets, token keys). */
+  getMeta(key: string): Promise<string | null>;
+  /** Sets `key` unless it is set already; returns the value that is now stored. */
+  putMetaIfAbsent(key: string, value: string): Promise<string>;
+}
+
+export interface Lease {
+  itemId: string;
+  owner: string;
+}
+
+export interface TenantRow {
+  id: string;
+  name: string;
+  createdAt: number;
+}
+
+export interface NewTask {
+  tenantId: string;
+  type: string;
+  input: unknown;
+  clientRequestId: string | null;
+  userId: string | null;
+  traceId: string | null;
+}
+
+export interface TaskRow {
+  id: string;
+  tenantId: string;
+  type: string;
+  status: TaskStatus;
+  input: unknown;
+  output: unknown;
+  error: ErrorInfo | null;
+  clientRequestId: string | null;
+  userId: string | null;
+  traceId: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface StepRow {
+  stepId: string;
+  position: number;
+  kind: StepKind;
+  status: StepStatus;
+  output: unknown;
+  error: ErrorInfo | null;
+  attempts: number;
+  deadlineAt: number | null;
+  jobId: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface JobRow {
+  id: string;
+  tenantId: string;
+  taskId: string;
+  stepId: string;
+  provider: string;
+  externalId: string | null;
+  status: JobStatus;
+  input: unknown;
+  output: unknown;
+  error: ErrorInfo | null;
+  usage: JobUsage | null;
+  idempotencyKey: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface TaskDetail {
+  task: TaskRow;
+  steps: StepRow[];
+  jobs: JobRow[];
+}
+
+export interface TaskQuery {
+  status?: TaskStatus | undefined;
+  type?: string | undefined;
+  limit: number;
+  cursor?: string | undefined;
+}
+
+export type AdvanceResult =
+  | { kind: "succeeded"; output: unknown }
+  | { kind: "failed"; error: ErrorInfo }
+  | { kind: "suspended"; waits: WaitRequest[] }
+  | { kind: "retry"; runAt: number; error: ErrorInfo };
+
+export type InboxStatus = "received" | "applied" | "ignored" | "unmatched" | "invalid";
+
+export interface NewInboxEvent {
+  source: string;
+  provider: string;
+  eventId: string;
+  body: Buffer;
+}
+
+export interface InboxEventRow {
+  id: string;
+  source: string;
+  provider: string;
+  eventId: string;
+  body: Buffer;
+  status: InboxStatus;
+  type: string | null;
+  jobExternalId: string | null;
+  note: string | null;
+  receivedAt: number;
+}
+
+export type ApplyOutcome = "applied" | "ignored" | "unmatched";
+
+export type WorkKind = "advance" | "dispatch" | "apply_event" | "timeout" | "cancel_job";
+
+export interface NewWorkItem {
+  kind: WorkKind;
+  tenantId: string | null;
+  payload: Record<string, unknown>;
+  runAt?: number;
+  priority?: number;
+  maxAttempts?: number;
+  /** At most one pending item per key. */
+  dedupeKey?: string | null;
+  /** Items with the same key are never leased at the same time. */
+  concurrencyKey?: string | null;
+}
+
+export interface WorkItem {
+  id: string;
+  kind: WorkKind;
+  tenantId: string | null;
+  payload: Record<string, unknown>;
+  runAt: number;
+  attempts: number;
+  maxAttempts: number;
+  status: "pending" | "leased" | "dead";
+  leaseOwner: string | null;
+  leaseExpiresAt: number | null;
+  lastError: string | null;
+}
+
+export interface TaskEventRow {
+  seq: number;
+  tenantId: string;
+  taskId: string;
+  type: string;
+  data: unknown;
+  createdAt: number;
+}
