@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import { pino, type Logger } from "pino";
+import { type Logger, pino } from "pino";
 import { type Clock, systemClock } from "./core/clock.ts";
 import { LonghaulError } from "./core/errors.ts";
 import { type IdGenerator, ulidGenerator } from "./core/ids.ts";
@@ -34,6 +34,8 @@ export interface Longhaul {
   server: FastifyInstance;
   worker: Worker | null;
   log: Logger;
+  /** Starts the worker alone (role `worker`, or a library that serves no HTTP). */
+  start(): void;
   /** Starts the worker (unless role is `api`) and listens; returns the base URL. */
   listen(opts: { port: number; host?: string }): Promise<string>;
   close(): Promise<void>;
@@ -45,7 +47,11 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
   const ids = opts.ids ?? ulidGenerator(clock);
   const log = opts.logger ?? pino({ level: process.env.LONGHAUL_LOG_LEVEL ?? "info" });
   const store =
-    opts.store ?? (await openStore(opts.databaseUrl ?? process.env.LONGHAUL_DATABASE_URL ?? "sqlite:.longhaul/longhaul.db", { clock, ids }));
+    opts.store ??
+    (await openStore(
+      opts.databaseUrl ?? process.env.LONGHAUL_DATABASE_URL ?? "sqlite:.longhaul/longhaul.db",
+      { clock, ids },
+    ));
   await store.migrate();
 
   const taskTypes = taskTypeRegistry(opts.taskTypes);
@@ -57,15 +63,21 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
   const webhookUrlFor = (provider: string) => {
     const source = [...sources.values()].find((s) => s.provider === provider);
     if (!source) {
-      throw new LonghaulError("CONFIG_INVALID", `No webhook source is configured for provider "${provider}".`);
+      throw new LonghaulError(
+        "CONFIG_INVALID",
+        `No webhook source is configured for provider "${provider}".`,
+      );
     }
-    if (!publicUrl) throw new LonghaulError("CONFIG_INVALID", "Set public_url so providers know where to send webhooks.");
+    if (!publicUrl)
+      throw new LonghaulError("CONFIG_INVALID", "Set public_url so providers know where to send webhooks.");
     return `${publicUrl}/hooks/${source.name}`;
   };
 
   const role = opts.role ?? "all";
   const worker =
-    role === "api" ? null : new Worker({ store, clock, taskTypes, providers, webhookUrlFor, log }, opts.worker);
+    role === "api"
+      ? null
+      : new Worker({ store, clock, taskTypes, providers, webhookUrlFor, log }, opts.worker);
   const server = buildServer({ store, clock, taskTypes, sources, log });
 
   return {
@@ -73,6 +85,9 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     server,
     worker,
     log,
+    start() {
+      worker?.start();
+    },
     async listen({ port, host = "127.0.0.1" }) {
       const address = await server.listen({ port, host });
       publicUrl ??= address;

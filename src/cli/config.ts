@@ -28,10 +28,15 @@ export async function loadConfig(path: string | undefined): Promise<LonghaulConf
       ? JSON.parse(readFileSync(abs, "utf8"))
       : ((await import(pathToFileURL(abs).href)) as { default?: unknown }).default;
   } catch (err) {
-    throw new LonghaulError("CONFIG_INVALID", `Could not load ${file}: ${(err as Error).message}`, { cause: err });
+    throw new LonghaulError("CONFIG_INVALID", `Could not load ${file}: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   if (typeof raw !== "object" || raw === null) {
-    throw new LonghaulError("CONFIG_INVALID", `${file} must export an object (as its default export for .ts/.js).`);
+    throw new LonghaulError(
+      "CONFIG_INVALID",
+      `${file} must export an object (as its default export for .ts/.js).`,
+    );
   }
   return raw as LonghaulConfig;
 }

@@ -33,10 +33,15 @@ export async function dev(argv: string[]): Promise<void> {
   const dataDir = values["data-dir"];
   const config = await loadConfig(values.config);
   const log = pino({ level: process.env.LONGHAUL_LOG_LEVEL ?? "warn" });
-  const store = await openStore(process.env.LONGHAUL_DATABASE_URL ?? `sqlite:${join(dataDir, "longhaul.db")}`);
+  const store = await openStore(
+    process.env.LONGHAUL_DATABASE_URL ?? `sqlite:${join(dataDir, "longhaul.db")}`,
+  );
   await store.migrate();
 
-  const simSecret = await store.putMetaIfAbsent("dev.sim_secret", `whsec_${randomBytes(24).toString("base64")}`);
+  const simSecret = await store.putMetaIfAbsent(
+    "dev.sim_secret",
+    `whsec_${randomBytes(24).toString("base64")}`,
+  );
   const sim = await startSimulator({
     port: Number(values["sim-port"]),
     secret: simSecret,
@@ -45,13 +50,17 @@ export async function dev(argv: string[]): Promise<void> {
   const apiKey = process.env.LONGHAUL_API_KEY ?? (await store.putMetaIfAbsent("dev.api_key", newApiKey()));
   await store.ensureTenant({ id: DEV_TENANT_ID, name: "development", keyHash: hashApiKey(apiKey) });
 
-  const publicUrl = config.public_url ?? `http://${values.host === "0.0.0.0" ? "127.0.0.1" : values.host}:${port}`;
+  const publicUrl =
+    config.public_url ?? `http://${values.host === "0.0.0.0" ? "127.0.0.1" : values.host}:${port}`;
   const app = await createLonghaul({
     store,
     logger: log,
     taskTypes: [...demoTaskTypes(dataDir), ...(config.taskTypes ?? [])],
     providers: [simProvider({ baseUrl: sim.url })],
-    sources: { sim: { provider: "sim", scheme: "standard-webhooks", secrets: [simSecret] }, ...config.sources },
+    sources: {
+      sim: { provider: "sim", scheme: "standard-webhooks", secrets: [simSecret] },
+      ...config.sources,
+    },
     publicUrl,
   });
   const url = await app.listen({ port, host: values.host });

@@ -34,7 +34,10 @@ try {
 } catch (err) {
   if (err instanceof LonghaulError) {
     console.error(`longhaul ${name}: ${err.message} (${err.code})`);
-  } else if (err instanceof Error && (err as NodeJS.ErrnoException).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
+  } else if (
+    err instanceof Error &&
+    (err as NodeJS.ErrnoException).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION"
+  ) {
     console.error(`longhaul ${name}: ${err.message}\n\n${usage}`);
   } else {
     console.error(err);

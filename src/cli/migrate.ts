@@ -5,5 +5,7 @@ export async function migrateCommand(_argv: string[]): Promise<void> {
   const store = await openStore(url);
   const { from, to } = await store.migrate();
   await store.close();
-  console.log(from === to ? `Schema is up to date (version ${to}).` : `Migrated schema from version ${from} to ${to}.`);
+  console.log(
+    from === to ? `Schema is up to date (version ${to}).` : `Migrated schema from version ${from} to ${to}.`,
+  );
 }

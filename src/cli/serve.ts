@@ -24,7 +24,8 @@ export async function serve(argv: string[]): Promise<void> {
   const config = await loadConfig(values.config);
   const providers: Provider[] = [];
   for (const [name, p] of Object.entries(config.providers ?? {})) {
-    if (name !== "sim") throw new LonghaulError("CONFIG_INVALID", `Unknown provider "${name}" in config; known: sim.`);
+    if (name !== "sim")
+      throw new LonghaulError("CONFIG_INVALID", `Unknown provider "${name}" in config; known: sim.`);
     providers.push(simProvider({ baseUrl: p.base_url }));
   }
   const app = await createLonghaul({

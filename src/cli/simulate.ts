@@ -32,7 +32,8 @@ export async function simulate(argv: string[]): Promise<void> {
   let delayMs: [number, number] | undefined;
   if (values["delay-ms"]) {
     const [a, b] = values["delay-ms"].split(",").map(Number);
-    if (!(a! >= 0 && b! >= a!)) throw new LonghaulError("CONFIG_INVALID", "--delay-ms takes min,max in milliseconds.");
+    if (!(a! >= 0 && b! >= a!))
+      throw new LonghaulError("CONFIG_INVALID", "--delay-ms takes min,max in milliseconds.");
     delayMs = [a!, b!];
   }
   const chaos = {

@@ -12,5 +12,8 @@ export function toMs(d: Duration): number {
     const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(d);
     if (m) return Math.round(Number(m[1]) * unitMs[m[2] as keyof typeof unitMs]);
   }
-  throw new LonghaulError("VALIDATION_FAILED", `"${String(d)}" is not a duration; use milliseconds or e.g. "30s", "5m", "2h".`);
+  throw new LonghaulError(
+    "VALIDATION_FAILED",
+    `"${String(d)}" is not a duration; use milliseconds or e.g. "30s", "5m", "2h".`,
+  );
 }

@@ -45,7 +45,11 @@ export class LonghaulError extends Error {
   readonly code: ErrorCode;
   readonly details: Record<string, unknown> | undefined;
 
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options?: { cause?: unknown; details?: Record<string, unknown> },
+  ) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.details = options?.details;
@@ -67,7 +71,8 @@ export class RetryAfterError extends Error {
   readonly retryAfterMs: number;
   constructor(message: string, retryAfter: number | Date, options?: { cause?: unknown }) {
     super(message, options);
-    this.retryAfterMs = retryAfter instanceof Date ? Math.max(0, retryAfter.getTime() - Date.now()) : retryAfter;
+    this.retryAfterMs =
+      retryAfter instanceof Date ? Math.max(0, retryAfter.getTime() - Date.now()) : retryAfter;
   }
 }
 
@@ -80,8 +85,10 @@ export interface ErrorInfo {
 }
 
 export function toErrorInfo(err: unknown): ErrorInfo {
-  if (err instanceof LonghaulError) return { code: err.code, message: err.message, name: err.name };
-  if (err instanceof NonRetriableError) return { code: "NON_RETRIABLE", message: err.message, name: err.name };
+  if (err instanceof LonghaulError || err instanceof StepError)
+    return { code: err.code, message: err.message, name: err.name };
+  if (err instanceof NonRetriableError)
+    return { code: "NON_RETRIABLE", message: err.message, name: err.name };
   if (err instanceof Error) return { code: "TASK_CODE_ERROR", message: err.message, name: err.name };
   return { code: "TASK_CODE_ERROR", message: String(err) };
 }

@@ -13,7 +13,10 @@ export interface IdGenerator {
  * ULIDs, monotonic within a millisecond (the random part is incremented), so ids of one
  * process sort by creation order, which the task list's cursor relies on.
  */
-export function ulidGenerator(clock: Clock = systemClock, random: (n: number) => Uint8Array = randomBytes): IdGenerator {
+export function ulidGenerator(
+  clock: Clock = systemClock,
+  random: (n: number) => Uint8Array = randomBytes,
+): IdGenerator {
   let lastTime = -1;
   let lastRandom: number[] = [];
   return {

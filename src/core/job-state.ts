@@ -2,7 +2,15 @@
  * External job states, ranked so events can only move a job forward (DESIGN §3.3): a
  * `job.running` that arrives after `job.succeeded` is recorded and ignored.
  */
-export const jobStatuses = ["pending", "created", "running", "succeeded", "failed", "canceled", "timed_out"] as const;
+export const jobStatuses = [
+  "pending",
+  "created",
+  "running",
+  "succeeded",
+  "failed",
+  "canceled",
+  "timed_out",
+] as const;
 export type JobStatus = (typeof jobStatuses)[number];
 
 const rank: Record<JobStatus, number> = {

@@ -99,7 +99,10 @@ export async function runTask(args: RunTaskArgs): Promise<RunResult> {
       return null;
     }
     if (seen.has(id)) {
-      stop = fail("STEP_ID_DUPLICATE", `Step id "${id}" is used twice in one run; give every step a unique id.`);
+      stop = fail(
+        "STEP_ID_DUPLICATE",
+        `Step id "${id}" is used twice in one run; give every step a unique id.`,
+      );
       poke();
       return null;
     }
@@ -123,7 +126,9 @@ export async function runTask(args: RunTaskArgs): Promise<RunResult> {
   const replayOutcome = <T>(id: string, stored: StoredStep): Promise<T> => {
     if (stored.status === "succeeded") return Promise.resolve(stored.output as T);
     if (stored.status === "failed" || stored.status === "timed_out" || stored.status === "canceled") {
-      return Promise.reject(new StepError(id, stored.error ?? { code: "STEP_FAILED", message: "step failed" }));
+      return Promise.reject(
+        new StepError(id, stored.error ?? { code: "STEP_FAILED", message: "step failed" }),
+      );
     }
     blocked++;
     return never<T>();
@@ -140,7 +145,13 @@ export async function runTask(args: RunTaskArgs): Promise<RunResult> {
       let outcome: RunOutcome;
       try {
         const output = await fn({ idempotencyKey: `${args.ctx.taskId}:${id}`, attempt });
-        outcome = { stepId: id, position: pos, status: "succeeded", output: output ?? null, attempts: attempt };
+        outcome = {
+          stepId: id,
+          position: pos,
+          status: "succeeded",
+          output: output ?? null,
+          attempts: attempt,
+        };
       } catch (err) {
         const info = toErrorInfo(err);
         const final = err instanceof NonRetriableError || attempt >= args.maxAttempts;

@@ -2,7 +2,15 @@
  * Task states (DESIGN §7). A task cycles between `running` and `waiting` while it makes
  * progress; once terminal it never changes again (DESIGN §3.3).
  */
-export const taskStatuses = ["pending", "running", "waiting", "succeeded", "failed", "canceled", "timed_out"] as const;
+export const taskStatuses = [
+  "pending",
+  "running",
+  "waiting",
+  "succeeded",
+  "failed",
+  "canceled",
+  "timed_out",
+] as const;
 export type TaskStatus = (typeof taskStatuses)[number];
 
 const terminal = new Set<TaskStatus>(["succeeded", "failed", "canceled", "timed_out"]);

@@ -12,7 +12,7 @@ export function fileChunkSink(dir: string): ChunkSink {
     async put(taskId, chunks) {
       await mkdir(dir, { recursive: true });
       const file = join(dir, `${taskId}.jsonl`);
-      await writeFile(file, chunks.map((c) => JSON.stringify(c)).join("\n") + "\n");
+      await writeFile(file, `${chunks.map((c) => JSON.stringify(c)).join("\n")}\n`);
       return { location: file };
     },
   };

@@ -18,10 +18,14 @@ export const demoEcho = defineTask<EchoInput, { text: string }>(
     validate(input) {
       const i = input as Partial<EchoInput> | null;
       if (typeof i?.text !== "string") throw new Error('"text" must be a string');
-      if (i.delay_ms !== undefined && (!Number.isInteger(i.delay_ms) || i.delay_ms < 0 || i.delay_ms > 3_600_000)) {
+      if (
+        i.delay_ms !== undefined &&
+        (!Number.isInteger(i.delay_ms) || i.delay_ms < 0 || i.delay_ms > 3_600_000)
+      ) {
         throw new Error('"delay_ms" must be a whole number of milliseconds up to one hour');
       }
-      if (i.fail !== undefined && typeof i.fail !== "boolean") throw new Error('"fail" must be true or false');
+      if (i.fail !== undefined && typeof i.fail !== "boolean")
+        throw new Error('"fail" must be true or false');
     },
   },
 );

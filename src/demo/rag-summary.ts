@@ -34,7 +34,8 @@ export function ragSummary(sink: ChunkSink) {
     {
       validate(input) {
         const d = (input as Partial<RagSummaryInput> | null)?.document;
-        if (typeof d !== "string" || d.trim().length === 0) throw new Error('"document" must be a non-empty string');
+        if (typeof d !== "string" || d.trim().length === 0)
+          throw new Error('"document" must be a non-empty string');
       },
     },
   );

@@ -17,7 +17,10 @@ export async function advance(d: EngineDeps, item: WorkItem, lease: Lease): Prom
   const type = d.taskTypes.find(task.type);
   if (!type) {
     const error = toErrorInfo(
-      new LonghaulError("TASK_TYPE_UNKNOWN", `No task type "${task.type}" is registered on this node; register it on every worker node.`),
+      new LonghaulError(
+        "TASK_TYPE_UNKNOWN",
+        `No task type "${task.type}" is registered on this node; register it on every worker node.`,
+      ),
     );
     return d.store.finishAdvance(lease, taskId, { kind: "failed", error });
   }
@@ -34,7 +37,11 @@ export async function advance(d: EngineDeps, item: WorkItem, lease: Lease): Prom
   });
   if (result.kind === "retry") {
     d.log.warn({ taskId, error: result.error, delayMs: result.delayMs }, "task will retry");
-    return d.store.finishAdvance(lease, taskId, { kind: "retry", runAt: d.clock.now() + result.delayMs, error: result.error });
+    return d.store.finishAdvance(lease, taskId, {
+      kind: "retry",
+      runAt: d.clock.now() + result.delayMs,
+      error: result.error,
+    });
   }
   return d.store.finishAdvance(lease, taskId, result);
 }

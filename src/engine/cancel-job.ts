@@ -6,7 +6,7 @@ import type { EngineDeps } from "./deps.ts";
 export async function cancelJob(d: EngineDeps, item: WorkItem, lease: Lease): Promise<void> {
   const job = await d.store.getJob(String(item.payload.jobId));
   const provider = job ? d.providers.find(job.provider) : undefined;
-  if (!job || !job.externalId || !provider?.cancel) return d.store.complete(lease);
+  if (!job?.externalId || !provider?.cancel) return d.store.complete(lease);
   try {
     await provider.cancel(job.externalId);
     await d.store.complete(lease);

@@ -40,6 +40,10 @@ export async function dispatch(d: EngineDeps, item: WorkItem, lease: Lease): Pro
       });
     }
     d.log.warn({ jobId, attempt: item.attempts, err: message }, "dispatch failed; will retry");
-    await d.store.fail(lease, message, d.clock.now() + backoffMs(item.attempts, { baseMs: 500, maxMs: 60_000 }));
+    await d.store.fail(
+      lease,
+      message,
+      d.clock.now() + backoffMs(item.attempts, { baseMs: 500, maxMs: 60_000 }),
+    );
   }
 }

@@ -10,7 +10,8 @@ export class Registry<T extends { name: string }> {
     private readonly code: "TASK_TYPE_UNKNOWN" | "PROVIDER_UNKNOWN",
   ) {}
   add(item: T): this {
-    if (this.items.has(item.name)) throw new LonghaulError("CONFIG_INVALID", `${this.what} "${item.name}" is registered twice.`);
+    if (this.items.has(item.name))
+      throw new LonghaulError("CONFIG_INVALID", `${this.what} "${item.name}" is registered twice.`);
     this.items.set(item.name, item);
     return this;
   }

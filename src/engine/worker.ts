@@ -27,6 +27,8 @@ export interface WorkerOptions {
   /** Longest sleep when idle; commits on this node wake the worker at once. */
   idleMs?: number;
   id?: string;
+  /** Hand back leases an earlier process left (see Store.releaseOrphanedLeases). Default true. */
+  releaseOrphansOnStart?: boolean;
 }
 
 /**
@@ -45,6 +47,7 @@ export class Worker {
   private loopDone: Promise<void> = Promise.resolve();
   private unsubscribe: () => void = () => {};
   private lastRecovery = 0;
+  private readonly releaseOrphans: boolean;
 
   constructor(
     private readonly d: EngineDeps,
@@ -54,6 +57,7 @@ export class Worker {
     this.concurrency = opts.concurrency ?? 16;
     this.leaseMs = opts.leaseMs ?? 30_000;
     this.idleMs = opts.idleMs ?? 1000;
+    this.releaseOrphans = opts.releaseOrphansOnStart ?? true;
   }
 
   start(): void {
@@ -80,6 +84,10 @@ export class Worker {
   }
 
   private async loop(): Promise<void> {
+    if (this.releaseOrphans) {
+      const orphans = await this.safely(() => this.d.store.releaseOrphanedLeases());
+      if (orphans) this.d.log.info({ orphans }, "took over work left by an earlier process");
+    }
     while (!this.stopped) {
       const now = this.d.clock.now();
       if (now - this.lastRecovery >= Math.min(1000, this.leaseMs / 3)) {
@@ -88,7 +96,8 @@ export class Worker {
       }
       const free = this.concurrency - this.running.size;
       let claimed: WorkItem[] = [];
-      if (free > 0) claimed = (await this.safely(() => this.d.store.claim(this.id, free, this.leaseMs))) ?? [];
+      if (free > 0)
+        claimed = (await this.safely(() => this.d.store.claim(this.id, free, this.leaseMs))) ?? [];
       for (const item of claimed) this.track(this.handle(item));
       if (claimed.length > 0 && claimed.length === free) continue;
       await this.sleep(claimed.length > 0 ? 0 : await this.idleDelay());
@@ -140,7 +149,9 @@ export class Worker {
       }
       const message = err instanceof Error ? err.message : String(err);
       this.d.log.error({ err, item: item.id, kind: item.kind, attempt: item.attempts }, "work item failed");
-      await this.safely(() => this.d.store.fail(lease, message, this.d.clock.now() + backoffMs(item.attempts)));
+      await this.safely(() =>
+        this.d.store.fail(lease, message, this.d.clock.now() + backoffMs(item.attempts)),
+      );
     } finally {
       clearInterval(heartbeat);
     }

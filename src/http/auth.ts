@@ -38,7 +38,8 @@ export function tenantAuth(store: Store, ttlMs = 5000) {
       hit = { tenant: await store.tenantByKeyHash(hash), until: now + ttlMs };
       cache.set(hash, hit);
     }
-    if (!hit.tenant) throw new LonghaulError("UNAUTHORIZED", "This API key is not valid; check it or create a new one.");
+    if (!hit.tenant)
+      throw new LonghaulError("UNAUTHORIZED", "This API key is not valid; check it or create a new one.");
     req.tenant = hit.tenant;
   };
 }

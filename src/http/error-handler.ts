@@ -26,13 +26,17 @@ export function installErrorHandling(app: FastifyInstance): void {
     const mapped = fe.code ? fastifyCodes[fe.code] : undefined;
     if (mapped) {
       const status = fe.statusCode ?? 400;
-      return reply.status(status).send(errorBody(mapped[0], fe.code === "FST_ERR_VALIDATION" ? fe.message : mapped[1]));
+      return reply
+        .status(status)
+        .send(errorBody(mapped[0], fe.code === "FST_ERR_VALIDATION" ? fe.message : mapped[1]));
     }
     if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
       return reply.status(fe.statusCode).send(errorBody("BAD_REQUEST", fe.message));
     }
     req.log.error({ err }, "unexpected error");
-    return reply.status(500).send(errorBody("INTERNAL", "Something went wrong on our side; the request can be retried."));
+    return reply
+      .status(500)
+      .send(errorBody("INTERNAL", "Something went wrong on our side; the request can be retried."));
   });
   app.setNotFoundHandler((req, reply) =>
     reply.status(404).send(errorBody("NOT_FOUND", `No route ${req.method} ${req.url.split("?")[0]}.`)),

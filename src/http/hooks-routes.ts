@@ -11,18 +11,32 @@ const MAX_BODY = 16 * 1024 * 1024;
  * `POST /hooks/:source`: verify the raw bytes, record the event and its work item in one
  * transaction, answer. Nothing else happens on this path (DESIGN §2): the worker applies it.
  */
-export function hooksRoutes(app: FastifyInstance, store: Store, sources: Map<string, Source>, clock: Clock): void {
+export function hooksRoutes(
+  app: FastifyInstance,
+  store: Store,
+  sources: Map<string, Source>,
+  clock: Clock,
+): void {
   app.register(async (scope) => {
     // Raw bytes for every content type: verification must see exactly what was signed.
     scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser("*", { parseAs: "buffer", bodyLimit: MAX_BODY }, (_req, body, done) => done(null, body));
+    scope.addContentTypeParser("*", { parseAs: "buffer", bodyLimit: MAX_BODY }, (_req, body, done) =>
+      done(null, body),
+    );
 
     scope.post<{ Params: { source: string } }>("/hooks/:source", async (req, reply) => {
       const source = sources.get(req.params.source);
-      if (!source) throw new LonghaulError("SOURCE_NOT_FOUND", `No webhook source "${req.params.source}" is configured.`);
+      if (!source)
+        throw new LonghaulError(
+          "SOURCE_NOT_FOUND",
+          `No webhook source "${req.params.source}" is configured.`,
+        );
       const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
       if (body.length > source.bodyLimit) {
-        throw new LonghaulError("PAYLOAD_TOO_LARGE", `Source "${source.name}" accepts bodies up to ${source.bodyLimit} bytes.`);
+        throw new LonghaulError(
+          "PAYLOAD_TOO_LARGE",
+          `Source "${source.name}" accepts bodies up to ${source.bodyLimit} bytes.`,
+        );
       }
       const verified = source.scheme.verify({
         headers: req.headers,

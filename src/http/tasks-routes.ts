@@ -12,7 +12,10 @@ function optionalString(body: Record<string, unknown>, field: string): string | 
   const v = body[field];
   if (v === undefined || v === null) return null;
   if (typeof v !== "string" || v.length === 0 || v.length > MAX_KEY) {
-    throw new LonghaulError("VALIDATION_FAILED", `"${field}" must be a string of 1 to ${MAX_KEY} characters.`);
+    throw new LonghaulError(
+      "VALIDATION_FAILED",
+      `"${field}" must be a string of 1 to ${MAX_KEY} characters.`,
+    );
   }
   return v;
 }
@@ -22,7 +25,10 @@ export function tasksRoutes(app: FastifyInstance, store: Store, taskTypes: Regis
   app.post("/v1/tasks", async (req, reply) => {
     const body = req.body;
     if (typeof body !== "object" || body === null || Array.isArray(body)) {
-      throw new LonghaulError("VALIDATION_FAILED", 'Send a JSON object such as {"type": "demo.echo", "input": {...}}.');
+      throw new LonghaulError(
+        "VALIDATION_FAILED",
+        'Send a JSON object such as {"type": "demo.echo", "input": {...}}.',
+      );
     }
     const b = body as Record<string, unknown>;
     if (typeof b.type !== "string" || b.type.length === 0) {
@@ -34,7 +40,10 @@ export function tasksRoutes(app: FastifyInstance, store: Store, taskTypes: Regis
       try {
         type.validate(input);
       } catch (err) {
-        throw new LonghaulError("VALIDATION_FAILED", `Input for ${b.type} is not valid: ${(err as Error).message}`);
+        throw new LonghaulError(
+          "VALIDATION_FAILED",
+          `Input for ${b.type} is not valid: ${(err as Error).message}`,
+        );
       }
     }
     const header = req.headers["idempotency-key"];
@@ -61,13 +70,21 @@ export function tasksRoutes(app: FastifyInstance, store: Store, taskTypes: Regis
   app.get<{ Querystring: Record<string, string | undefined> }>("/v1/tasks", async (req) => {
     const q = req.query;
     if (q.status !== undefined && !isTaskStatus(q.status)) {
-      throw new LonghaulError("VALIDATION_FAILED", `"status" must be one of pending, running, waiting, succeeded, failed, canceled, timed_out.`);
+      throw new LonghaulError(
+        "VALIDATION_FAILED",
+        `"status" must be one of pending, running, waiting, succeeded, failed, canceled, timed_out.`,
+      );
     }
     const limit = q.limit === undefined ? 50 : Number(q.limit);
     if (!Number.isInteger(limit) || limit < 1 || limit > 200) {
       throw new LonghaulError("VALIDATION_FAILED", '"limit" must be a whole number from 1 to 200.');
     }
-    const page = await store.listTasks(req.tenant.id, { status: q.status, type: q.type, limit, cursor: q.cursor });
+    const page = await store.listTasks(req.tenant.id, {
+      status: q.status,
+      type: q.type,
+      limit,
+      cursor: q.cursor,
+    });
     return { data: page.tasks.map(taskSummary), next_cursor: page.nextCursor };
   });
 

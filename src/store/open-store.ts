@@ -5,13 +5,22 @@ import { SqliteStore } from "./sqlite/sqlite-store.ts";
 import type { Store } from "./store.ts";
 
 /** Opens the store a database URL names: `sqlite:path/to/file.db` (or `sqlite::memory:`). */
-export async function openStore(url: string, opts: { clock?: Clock; ids?: IdGenerator } = {}): Promise<Store> {
+export async function openStore(
+  url: string,
+  opts: { clock?: Clock; ids?: IdGenerator } = {},
+): Promise<Store> {
   if (url.startsWith("sqlite:")) {
     const path = url.slice("sqlite:".length).replace(/^\/\//, "");
     return new SqliteStore({ path: path || ".longhaul/longhaul.db", ...opts });
   }
   if (url.startsWith("postgres://") || url.startsWith("postgresql://")) {
-    throw new LonghaulError("CONFIG_INVALID", "The PostgreSQL store is not available in this version; use a sqlite: URL.");
+    throw new LonghaulError(
+      "CONFIG_INVALID",
+      "The PostgreSQL store is not available in this version; use a sqlite: URL.",
+    );
   }
-  throw new LonghaulError("CONFIG_INVALID", `LONGHAUL_DATABASE_URL must start with sqlite: or postgres://, not "${url}".`);
+  throw new LonghaulError(
+    "CONFIG_INVALID",
+    `LONGHAUL_DATABASE_URL must start with sqlite: or postgres://, not "${url}".`,
+  );
 }

@@ -83,6 +83,12 @@ export interface Store {
   fail(lease: Lease, error: string, retryAt: number): Promise<"retry" | "dead">;
   /** Returns expired leases to the queue (or to the dead letter after their last attempt). */
   recoverExpiredLeases(): Promise<number>;
+  /**
+   * Called once when a worker starts. SQLite: one process owns the file, so leases left by
+   * an earlier process of it are orphans and are handed back at once instead of after
+   * their expiry. PostgreSQL: nothing (other nodes may be alive).
+   */
+  releaseOrphanedLeases(): Promise<number>;
   /** The earliest `run_at` of a pending item, for sleeping until there is work. */
   nextRunAt(): Promise<number | null>;
   deadItems(limit: number): Promise<WorkItem[]>;

@@ -1,5 +1,5 @@
-import Database from "better-sqlite3";
 import type { Statement } from "better-sqlite3";
+import Database from "better-sqlite3";
 import type { Clock } from "../../core/clock.ts";
 import type { IdGenerator } from "../../core/ids.ts";
 
@@ -51,4 +51,5 @@ export function openDatabase(path: string): Database.Database {
 }
 
 export const json = (v: unknown): string => JSON.stringify(v ?? null);
-export const parseJson = <T = unknown>(s: string | null | undefined): T => (s == null ? null : JSON.parse(s)) as T;
+export const parseJson = <T = unknown>(s: string | null | undefined): T =>
+  (s == null ? null : JSON.parse(s)) as T;

@@ -14,12 +14,23 @@ import type {
 } from "../store.ts";
 import { type Ctx, json } from "./db.ts";
 import { assertLease, complete, enqueue } from "./queue-ops.ts";
-import { advanceItem, emit, type JobDbRow, type StepDbRow, setTaskStatus, taskRow, toJob, toStep } from "./task-ops.ts";
+import {
+  advanceItem,
+  emit,
+  type JobDbRow,
+  type StepDbRow,
+  setTaskStatus,
+  taskRow,
+  toJob,
+  toStep,
+} from "./task-ops.ts";
 
 export function loadForAdvance(c: Ctx, taskId: string): { task: TaskRow; history: StoredStep[] } | null {
   const task = taskRow(c, taskId);
   if (!task) return null;
-  const history = c.sql.all<StepDbRow>("SELECT * FROM steps WHERE task_id = ? ORDER BY position", taskId).map(toStep);
+  const history = c.sql
+    .all<StepDbRow>("SELECT * FROM steps WHERE task_id = ? ORDER BY position", taskId)
+    .map(toStep);
   return { task, history };
 }
 
@@ -37,7 +48,7 @@ export function storeRunOutcome(c: Ctx, lease: Lease, taskId: string, o: RunOutc
   const output = o.status === "succeeded" ? json(o.output) : null;
   const error = o.status === "succeeded" ? null : json(o.error);
   // The primary key (task_id, step_id) and the status guard keep a stored outcome final.
-  c.sql.run(
+  const changed = c.sql.run(
     `INSERT INTO steps (task_id, step_id, position, kind, status, output, error, attempts, created_at, updated_at)
      VALUES (?, ?, ?, 'run', ?, ?, ?, ?, ?, ?)
      ON CONFLICT (task_id, step_id) DO UPDATE SET status = excluded.status, output = excluded.output,
@@ -52,9 +63,9 @@ export function storeRunOutcome(c: Ctx, lease: Lease, taskId: string, o: RunOutc
     o.attempts,
     now,
     now,
-  );
+  ).changes;
   const task = taskRow(c, taskId)!;
-  if (o.status !== "running") {
+  if (changed > 0 && o.status !== "running") {
     emit(c, task.tenantId, taskId, `step.${o.status}`, { step_id: o.stepId, kind: "run" });
   }
 }
@@ -103,7 +114,9 @@ export function finishAdvance(c: Ctx, lease: Lease, taskId: string, r: AdvanceRe
           now,
           now,
         );
-        enqueue(c, [{ kind: "dispatch", tenantId: task.tenantId, payload: { jobId }, dedupeKey: `dispatch:${jobId}` }]);
+        enqueue(c, [
+          { kind: "dispatch", tenantId: task.tenantId, payload: { jobId }, dedupeKey: `dispatch:${jobId}` },
+        ]);
         if (deadline !== null) {
           enqueue(c, [
             {
@@ -115,7 +128,12 @@ export function finishAdvance(c: Ctx, lease: Lease, taskId: string, r: AdvanceRe
             },
           ]);
         }
-        emit(c, task.tenantId, taskId, "step.waiting", { step_id: w.stepId, kind: "job", job_id: jobId, provider: w.provider });
+        emit(c, task.tenantId, taskId, "step.waiting", {
+          step_id: w.stepId,
+          kind: "job",
+          job_id: jobId,
+          provider: w.provider,
+        });
       }
       setTaskStatus(c, task, "waiting");
       return;
@@ -129,7 +147,13 @@ function job(c: Ctx, jobId: string) {
 
 export { job as getJob };
 
-export function recordJobCreated(c: Ctx, lease: Lease, jobId: string, externalId: string, status: JobStatus): void {
+export function recordJobCreated(
+  c: Ctx,
+  lease: Lease,
+  jobId: string,
+  externalId: string,
+  status: JobStatus,
+): void {
   assertLease(c, lease);
   complete(c, lease);
   const j = job(c, jobId);
@@ -142,7 +166,12 @@ export function recordJobCreated(c: Ctx, lease: Lease, jobId: string, externalId
     now,
     jobId,
   );
-  emit(c, j.tenantId, j.taskId, "job.created", { step_id: j.stepId, job_id: jobId, provider: j.provider, external_id: externalId });
+  emit(c, j.tenantId, j.taskId, "job.created", {
+    step_id: j.stepId,
+    job_id: jobId,
+    provider: j.provider,
+    external_id: externalId,
+  });
   // DESIGN §3.5: events that came before the job was known are applied now.
   const early = c.sql.all<{ id: string }>(
     "SELECT id FROM inbox_events WHERE provider = ? AND job_external_id = ? AND status = 'unmatched' ORDER BY received_at",
@@ -261,7 +290,12 @@ export function getInboxEvent(c: Ctx, id: string): InboxEventRow | null {
   };
 }
 
-function markInbox(c: Ctx, id: string, status: InboxStatus, fields: { type?: string; jobExternalId?: string; note?: string }) {
+function markInbox(
+  c: Ctx,
+  id: string,
+  status: InboxStatus,
+  fields: { type?: string; jobExternalId?: string; note?: string },
+) {
   c.sql.run(
     `UPDATE inbox_events SET status = ?, type = COALESCE(?, type), job_external_id = COALESCE(?, job_external_id),
        note = ?, updated_at = ? WHERE id = ?`,
@@ -274,16 +308,30 @@ function markInbox(c: Ctx, id: string, status: InboxStatus, fields: { type?: str
   );
 }
 
-export function applyJobEvent(c: Ctx, lease: Lease, inboxId: string, provider: string, ev: ProviderEvent): ApplyOutcome {
+export function applyJobEvent(
+  c: Ctx,
+  lease: Lease,
+  inboxId: string,
+  provider: string,
+  ev: ProviderEvent,
+): ApplyOutcome {
   assertLease(c, lease);
   complete(c, lease);
   const inbox = c.sql.get<{ status: InboxStatus }>("SELECT status FROM inbox_events WHERE id = ?", inboxId);
   // Applied once (DESIGN §3.2): a replayed item for an event already applied or ignored does nothing.
   if (!inbox || (inbox.status !== "received" && inbox.status !== "unmatched")) return "ignored";
-  const r = c.sql.get<JobDbRow>("SELECT * FROM jobs WHERE provider = ? AND external_id = ?", provider, ev.jobId);
+  const r = c.sql.get<JobDbRow>(
+    "SELECT * FROM jobs WHERE provider = ? AND external_id = ?",
+    provider,
+    ev.jobId,
+  );
   if (!r) {
     // DESIGN §3.5: kept until the job is recorded, then re-queued by recordJobCreated.
-    markInbox(c, inboxId, "unmatched", { type: ev.type, jobExternalId: ev.jobId, note: "no job with this id yet" });
+    markInbox(c, inboxId, "unmatched", {
+      type: ev.type,
+      jobExternalId: ev.jobId,
+      note: "no job with this id yet",
+    });
     return "unmatched";
   }
   const j = toJob(r);
@@ -323,7 +371,7 @@ export function fireTimeout(c: Ctx, lease: Lease, taskId: string, stepId: string
   assertLease(c, lease);
   complete(c, lease);
   const s = c.sql.get<StepDbRow>("SELECT * FROM steps WHERE task_id = ? AND step_id = ?", taskId, stepId);
-  if (!s || s.status !== "waiting") return false;
+  if (s?.status !== "waiting") return false;
   const j = s.job_id ? job(c, s.job_id) : null;
   const error: ErrorInfo = {
     code: "JOB_TIMED_OUT",
@@ -332,7 +380,9 @@ export function fireTimeout(c: Ctx, lease: Lease, taskId: string, stepId: string
   if (j) {
     endJobStep(c, j, isTerminalJob(j.status) ? j.status : "timed_out", "timed_out", { error });
     if (!isTerminalJob(j.status)) {
-      enqueue(c, [{ kind: "cancel_job", tenantId: j.tenantId, payload: { jobId: j.id }, dedupeKey: `cancel:${j.id}` }]);
+      enqueue(c, [
+        { kind: "cancel_job", tenantId: j.tenantId, payload: { jobId: j.id }, dedupeKey: `cancel:${j.id}` },
+      ]);
     }
   }
   return true;

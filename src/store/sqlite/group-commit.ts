@@ -16,10 +16,12 @@ interface Pending {
 export class GroupCommit {
   private queue: Pending[] = [];
   private scheduled = false;
+  /** Transactions committed so far; lets tests see that a burst shared one. */
+  commits = 0;
   private readonly runBatch: (batch: Pending[]) => unknown[];
 
   constructor(
-    private readonly db: Database,
+    db: Database,
     private readonly maxBatch = 512,
   ) {
     const savepoint = (p: Pending) => db.transaction(() => p.op(db));
@@ -51,6 +53,7 @@ export class GroupCommit {
       let results: { ok: boolean; value?: unknown; error?: unknown }[];
       try {
         results = this.runBatch(batch) as typeof results;
+        this.commits++;
       } catch (error) {
         // The COMMIT itself failed (disk full, I/O error): nothing in the batch is durable.
         for (const p of batch) p.reject(error);

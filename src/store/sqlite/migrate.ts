@@ -25,7 +25,8 @@ export function knownMigrations(): Migration[] {
 export function migrate(db: Database.Database, now: number): { from: number; to: number } {
   db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`);
-  const current = (db.prepare("SELECT MAX(version) AS v FROM schema_migrations").get() as { v: number | null }).v ?? 0;
+  const current =
+    (db.prepare("SELECT MAX(version) AS v FROM schema_migrations").get() as { v: number | null }).v ?? 0;
   const all = knownMigrations();
   const latest = all.at(-1)?.version ?? 0;
   if (current > latest) {
@@ -38,7 +39,11 @@ export function migrate(db: Database.Database, now: number): { from: number; to:
     if (m.version <= current) continue;
     db.transaction(() => {
       db.exec(m.sql);
-      db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)").run(m.version, m.name, now);
+      db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)").run(
+        m.version,
+        m.name,
+        now,
+      );
     }).immediate();
   }
   return { from: current, to: Math.max(current, latest) };

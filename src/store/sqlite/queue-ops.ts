@@ -90,7 +90,11 @@ export function complete(c: Ctx, lease: Lease): void {
 
 export function extendLease(c: Ctx, lease: Lease, leaseMs: number): void {
   assertLease(c, lease);
-  c.sql.run("UPDATE work_items SET lease_expires_at = ? WHERE id = ?", c.clock.now() + leaseMs, Number(lease.itemId));
+  c.sql.run(
+    "UPDATE work_items SET lease_expires_at = ? WHERE id = ?",
+    c.clock.now() + leaseMs,
+    Number(lease.itemId),
+  );
 }
 
 export function claim(c: Ctx, owner: string, limit: number, leaseMs: number): WorkItem[] {
@@ -111,10 +115,7 @@ export function claim(c: Ctx, owner: string, limit: number, leaseMs: number): Wo
       // An expired lease still blocks its key until recoverExpiredLeases hands it back, so a
       // stalled holder is fenced off before anyone else may start (DESIGN §3.4).
       if (keys.has(key)) continue;
-      const busy = c.sql.get(
-        "SELECT 1 FROM work_items WHERE concurrency_key = ? AND status = 'leased'",
-        key,
-      );
+      const busy = c.sql.get("SELECT 1 FROM work_items WHERE concurrency_key = ? AND status = 'leased'", key);
       if (busy) continue;
       keys.add(key);
     }
@@ -194,9 +195,15 @@ export function recoverExpiredLeases(c: Ctx): number {
   return expired.length;
 }
 
+export function releaseOrphanedLeases(c: Ctx): number {
+  c.sql.run("UPDATE work_items SET lease_expires_at = ? WHERE status = 'leased'", c.clock.now());
+  return recoverExpiredLeases(c);
+}
+
 export function nextRunAt(c: Ctx): number | null {
   return (
-    c.sql.get<{ t: number | null }>("SELECT MIN(run_at) AS t FROM work_items WHERE status = 'pending'")?.t ?? null
+    c.sql.get<{ t: number | null }>("SELECT MIN(run_at) AS t FROM work_items WHERE status = 'pending'")?.t ??
+    null
   );
 }
 

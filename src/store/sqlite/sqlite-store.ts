@@ -53,10 +53,17 @@ export class SqliteStore implements Store {
   }
 
   private write<T>(op: (c: Ctx) => T, signal?: "work" | "events"): Promise<T> {
-    return this.writer.run(() => op(this.c)).then((v) => {
-      if (signal) this.signals.emit(signal);
-      return v;
-    });
+    return this.writer
+      .run(() => op(this.c))
+      .then((v) => {
+        if (signal) this.signals.emit(signal);
+        return v;
+      });
+  }
+
+  /** Write transactions committed so far (group commit folds a tick's writes into one). */
+  get commits(): number {
+    return this.writer.commits;
   }
 
   /** Calls `fn` after a commit that may have made work due. */
@@ -85,14 +92,22 @@ export class SqliteStore implements Store {
   ensureTenant(t: { id: string; name: string; keyHash: string }): Promise<TenantRow> {
     return this.write(({ sql, clock }) => {
       const now = clock.now();
-      sql.run("INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING", t.id, t.name, now);
+      sql.run(
+        "INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING",
+        t.id,
+        t.name,
+        now,
+      );
       sql.run(
         "INSERT INTO api_keys (key_hash, tenant_id, created_at) VALUES (?, ?, ?) ON CONFLICT (key_hash) DO NOTHING",
         t.keyHash,
         t.id,
         now,
       );
-      const r = sql.get<{ id: string; name: string; created_at: number }>("SELECT * FROM tenants WHERE id = ?", t.id)!;
+      const r = sql.get<{ id: string; name: string; created_at: number }>(
+        "SELECT * FROM tenants WHERE id = ?",
+        t.id,
+      )!;
       return { id: r.id, name: r.name, createdAt: r.created_at };
     });
   }
@@ -171,6 +186,9 @@ export class SqliteStore implements Store {
   }
   recoverExpiredLeases() {
     return this.write((c) => queue.recoverExpiredLeases(c), "work");
+  }
+  releaseOrphanedLeases() {
+    return this.write((c) => queue.releaseOrphanedLeases(c), "work");
   }
   async nextRunAt() {
     return queue.nextRunAt(this.c);

@@ -191,12 +191,20 @@ export function getTask(c: Ctx, tenantId: string, taskId: string): TaskDetail | 
   if (!r) return null;
   return {
     task: toTask(r),
-    steps: c.sql.all<StepDbRow>("SELECT * FROM steps WHERE task_id = ? ORDER BY position", taskId).map(toStep),
-    jobs: c.sql.all<JobDbRow>("SELECT * FROM jobs WHERE task_id = ? ORDER BY created_at, id", taskId).map(toJob),
+    steps: c.sql
+      .all<StepDbRow>("SELECT * FROM steps WHERE task_id = ? ORDER BY position", taskId)
+      .map(toStep),
+    jobs: c.sql
+      .all<JobDbRow>("SELECT * FROM jobs WHERE task_id = ? ORDER BY created_at, id", taskId)
+      .map(toJob),
   };
 }
 
-export function listTasks(c: Ctx, tenantId: string, q: TaskQuery): { tasks: TaskRow[]; nextCursor: string | null } {
+export function listTasks(
+  c: Ctx,
+  tenantId: string,
+  q: TaskQuery,
+): { tasks: TaskRow[]; nextCursor: string | null } {
   const where = ["tenant_id = ?"];
   const params: unknown[] = [tenantId];
   if (q.status) {
@@ -227,7 +235,10 @@ export function cancelTask(c: Ctx, tenantId: string, taskId: string): TaskRow {
   const t = toTask(task);
   if (t.status === "canceled") return t;
   if (isTerminalTask(t.status)) {
-    throw new LonghaulError("TASK_NOT_CANCELABLE", `Task ${taskId} has already ended (${t.status}); it cannot be canceled.`);
+    throw new LonghaulError(
+      "TASK_NOT_CANCELABLE",
+      `Task ${taskId} has already ended (${t.status}); it cannot be canceled.`,
+    );
   }
   const now = c.clock.now();
   c.sql.run(
@@ -236,7 +247,11 @@ export function cancelTask(c: Ctx, tenantId: string, taskId: string): TaskRow {
     taskId,
   );
   // A job not yet created at its provider is never created now; a live one is asked to stop.
-  c.sql.run("UPDATE jobs SET status = 'canceled', updated_at = ? WHERE task_id = ? AND status = 'pending'", now, taskId);
+  c.sql.run(
+    "UPDATE jobs SET status = 'canceled', updated_at = ? WHERE task_id = ? AND status = 'pending'",
+    now,
+    taskId,
+  );
   const live = c.sql.all<{ id: string }>(
     "SELECT id FROM jobs WHERE task_id = ? AND status IN ('created', 'running')",
     taskId,
@@ -248,7 +263,13 @@ export function cancelTask(c: Ctx, tenantId: string, taskId: string): TaskRow {
   return taskRow(c, taskId)!;
 }
 
-export function taskEvents(c: Ctx, tenantId: string, afterSeq: number, limit: number, taskId?: string): TaskEventRow[] {
+export function taskEvents(
+  c: Ctx,
+  tenantId: string,
+  afterSeq: number,
+  limit: number,
+  taskId?: string,
+): TaskEventRow[] {
   const rows = taskId
     ? c.sql.all<any>(
         "SELECT * FROM task_events WHERE tenant_id = ? AND task_id = ? AND seq > ? ORDER BY seq LIMIT ?",

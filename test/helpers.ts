@@ -1,0 +1,46 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+
+/** A fresh temporary directory, removed by the returned cleanup. */
+export function tempDir(prefix = "longhaul-test-"): { dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Polls `fn` until it returns a truthy value, or fails after `timeoutMs`. */
+export async function waitFor<T>(
+  fn: () => T | Promise<T>,
+  timeoutMs = 10_000,
+  what = "condition",
+): Promise<NonNullable<T>> {
+  const until = Date.now() + timeoutMs;
+  let last: T | undefined;
+  for (;;) {
+    last = await fn();
+    if (last) return last as NonNullable<T>;
+    if (Date.now() > until)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}; last value: ${JSON.stringify(last)}`,
+      );
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+export const quietLog = () => pino({ level: process.env.LONGHAUL_TEST_LOG_LEVEL ?? "silent" });
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A port that was free a moment ago. */
+export async function freePort(): Promise<number> {
+  const { createServer } = await import("node:net");
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}

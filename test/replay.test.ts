@@ -1,0 +1,190 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { NonRetriableError, RetryAfterError } from "../src/core/errors.ts";
+import { type RunOutcome, type RunTaskArgs, runTask, type StoredStep } from "../src/core/replay.ts";
+import type { TaskFunction } from "../src/core/task-type.ts";
+
+/** Runs `fn` with an in-memory history that stores outcomes the way the engine does. */
+function harness(fn: TaskFunction, history: StoredStep[] = []) {
+  const stored = [...history];
+  const run = (extra: Partial<RunTaskArgs> = {}) =>
+    runTask({
+      fn,
+      input: { n: 1 },
+      ctx: { taskId: "t_1", tenantId: "tn_1", type: "x", userId: null, traceId: null },
+      history: stored,
+      storeRunOutcome: async (o: RunOutcome) => {
+        const i = stored.findIndex((s) => s.stepId === o.stepId);
+        const row: StoredStep = {
+          stepId: o.stepId,
+          position: o.position,
+          kind: "run",
+          status: o.status,
+          output: o.status === "succeeded" ? o.output : null,
+          error: o.status === "succeeded" ? null : o.error,
+          attempts: o.attempts,
+        };
+        if (i >= 0) stored[i] = row;
+        else stored.push(row);
+      },
+      maxAttempts: 3,
+      advanceAttempt: 1,
+      random: () => 0.5,
+      ...extra,
+    });
+  /** Marks a waiting job step as ended, as an applied webhook would. */
+  const endJob = (stepId: string, output: unknown) => {
+    const s = stored.find((x) => x.stepId === stepId)!;
+    s.status = "succeeded";
+    s.output = output;
+  };
+  const registerWaits = (waits: { stepId: string; position: number }[]) => {
+    for (const w of waits) {
+      stored.push({
+        stepId: w.stepId,
+        position: w.position,
+        kind: "job",
+        status: "waiting",
+        output: null,
+        error: null,
+        attempts: 0,
+      });
+    }
+  };
+  return { run, stored, endJob, registerWaits };
+}
+
+test("replay never re-runs a completed step: the counter stays at 1", async () => {
+  let count = 0;
+  const h = harness(async (_input, step) => {
+    const a = await step.run("count", () => ++count);
+    const job = await step.job<{ text: string }>("wait", { provider: "sim", input: {} });
+    return { a, job };
+  });
+  const first = await h.run();
+  assert.equal(first.kind, "suspended");
+  assert.equal(count, 1);
+  if (first.kind !== "suspended") return;
+  h.registerWaits(first.waits);
+  // Replayed while still waiting: suspends again with no new wait, and runs nothing.
+  const second = await h.run();
+  assert.deepEqual(second, { kind: "suspended", waits: [] });
+  h.endJob("wait", { text: "done" });
+  const third = await h.run();
+  assert.deepEqual(third, { kind: "succeeded", output: { a: 1, job: { text: "done" } } });
+  assert.equal(count, 1);
+});
+
+test("steps that come back in a different order fail with STEP_ORDER_MISMATCH", async () => {
+  let flip = false;
+  const h = harness(async (_input, step) => {
+    const ids = flip ? ["b", "a"] : ["a", "b"];
+    for (const id of ids) await step.run(id, () => id);
+    return await step.job("end", { provider: "sim", input: {} });
+  });
+  assert.equal((await h.run()).kind, "suspended");
+  flip = true;
+  const r = await h.run();
+  assert.equal(r.kind, "failed");
+  assert.equal(r.kind === "failed" && r.error.code, "STEP_ORDER_MISMATCH");
+});
+
+test("a step id used twice fails with STEP_ID_DUPLICATE", async () => {
+  const h = harness(async (_input, step) => {
+    await step.run("x", () => 1);
+    await step.run("x", () => 2);
+  });
+  const r = await h.run();
+  assert.equal(r.kind === "failed" && r.error.code, "STEP_ID_DUPLICATE");
+});
+
+test("parallel jobs suspend together and resume when all have ended", async () => {
+  const h = harness(async (_input, step) => {
+    const [a, b] = await Promise.all([
+      step.job("a", { provider: "sim", input: 1, timeout: "5m" }),
+      step.job("b", { provider: "sim", input: 2 }),
+    ]);
+    return [a, b];
+  });
+  const r = await h.run();
+  assert.equal(r.kind, "suspended");
+  if (r.kind !== "suspended") return;
+  assert.deepEqual(
+    r.waits.map((w) => [w.stepId, w.position, w.timeoutMs]),
+    [
+      ["a", 0, 300_000],
+      ["b", 1, null],
+    ],
+  );
+  h.registerWaits(r.waits);
+  h.endJob("a", "A");
+  assert.deepEqual(await h.run(), { kind: "suspended", waits: [] });
+  h.endJob("b", "B");
+  assert.deepEqual(await h.run(), { kind: "succeeded", output: ["A", "B"] });
+});
+
+test("a failing step.run is retried with backoff, then its failure reaches the task code", async () => {
+  let attempts = 0;
+  const h = harness(async (_input, step) => {
+    try {
+      await step.run("flaky", () => {
+        attempts++;
+        throw new Error("upstream 503");
+      });
+    } catch (err) {
+      return { caught: (err as Error).message };
+    }
+  });
+  const r1 = await h.run();
+  assert.equal(r1.kind, "retry");
+  assert.equal(r1.kind === "retry" && r1.delayMs, 750);
+  assert.equal((await h.run()).kind, "retry");
+  assert.deepEqual(await h.run(), { kind: "succeeded", output: { caught: "upstream 503" } });
+  assert.equal(attempts, 3);
+  // Replayed again: the stored failure is thrown without running the step a fourth time.
+  assert.deepEqual(await h.run(), { kind: "succeeded", output: { caught: "upstream 503" } });
+  assert.equal(attempts, 3);
+});
+
+test("NonRetriableError fails the step at once; RetryAfterError sets the delay", async () => {
+  const h1 = harness(async (_input, step) => {
+    await step.run("no", () => {
+      throw new NonRetriableError("bad input");
+    });
+  });
+  const r1 = await h1.run();
+  assert.equal(r1.kind, "failed");
+  assert.equal(r1.kind === "failed" && r1.error.message, "bad input");
+
+  const h2 = harness(async (_input, step) => {
+    await step.run("later", () => {
+      throw new RetryAfterError("rate limited", 12_345);
+    });
+  });
+  const r2 = await h2.run();
+  assert.equal(r2.kind === "retry" && r2.delayMs, 12_345);
+});
+
+test("an error thrown outside any step retries the advance, then fails the task", async () => {
+  const h = harness(async () => {
+    throw new Error("oops");
+  });
+  assert.equal((await h.run({ advanceAttempt: 1 })).kind, "retry");
+  const last = await h.run({ advanceAttempt: 3 });
+  assert.equal(last.kind === "failed" && last.error.message, "oops");
+});
+
+test("step.run work in flight finishes before the run suspends", async () => {
+  const h = harness(async (_input, step) => {
+    await Promise.all([
+      step.job("j", { provider: "sim", input: null }),
+      step.run("slow", async () => {
+        await new Promise((r) => setTimeout(r, 30));
+        return "ok";
+      }),
+    ]);
+  });
+  const r = await h.run();
+  assert.equal(r.kind, "suspended");
+  assert.equal(h.stored.find((s) => s.stepId === "slow")?.status, "succeeded");
+});

@@ -1,0 +1,86 @@
+import { join } from "node:path";
+import { createLonghaul, type Longhaul } from "../src/app.ts";
+import type { TaskType } from "../src/core/task-type.ts";
+import { demoTaskTypes } from "../src/demo/index.ts";
+import { hashApiKey, newApiKey } from "../src/http/auth.ts";
+import type { ChaosOptions } from "../src/providers/sim/chaos.ts";
+import { simProvider } from "../src/providers/sim/sim-provider.ts";
+import { type Simulator, startSimulator } from "../src/providers/sim/simulator.ts";
+import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
+import { quietLog, tempDir } from "./helpers.ts";
+
+export const SIM_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+export interface Stack {
+  app: Longhaul;
+  store: SqliteStore;
+  sim: Simulator;
+  url: string;
+  key: string;
+  tenantId: string;
+  /** fetch against the API with the tenant's key. */
+  api(
+    path: string,
+    init?: { method?: string; body?: unknown; headers?: Record<string, string> },
+  ): Promise<{ status: number; body: any; headers: Headers }>;
+  close(): Promise<void>;
+}
+
+/**
+ * A whole deployment in this process over real loopback HTTP: a SQLite file, the worker,
+ * the API and the simulator sending signed webhooks to it.
+ */
+export async function startStack(
+  opts: { chaos?: ChaosOptions; taskTypes?: TaskType[]; seed?: number } = {},
+): Promise<Stack> {
+  const tmp = tempDir();
+  const store = new SqliteStore({ path: join(tmp.dir, "longhaul.db") });
+  await store.migrate();
+  const sim = await startSimulator({
+    secret: SIM_SECRET,
+    seed: opts.seed ?? 1,
+    retryScheduleMs: [50, 100, 200, 400, 800, 1600],
+    ...(opts.chaos ? { chaos: opts.chaos } : {}),
+    onError: () => {},
+  });
+  const key = newApiKey();
+  const tenant = await store.createTenant({ name: "test", keyHash: hashApiKey(key) });
+  const app = await createLonghaul({
+    store,
+    logger: quietLog(),
+    taskTypes: [...demoTaskTypes(tmp.dir), ...(opts.taskTypes ?? [])],
+    providers: [simProvider({ baseUrl: sim.url })],
+    sources: { sim: { provider: "sim", secrets: [SIM_SECRET] } },
+    worker: { leaseMs: 5000, idleMs: 200 },
+  });
+  const url = await app.listen({ port: 0 });
+  const api: Stack["api"] = async (path, init = {}) => {
+    const res = await fetch(url + path, {
+      method: init.method ?? (init.body === undefined ? "GET" : "POST"),
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(init.body === undefined ? {} : { "content-type": "application/json" }),
+        ...init.headers,
+      },
+      ...(init.body === undefined
+        ? {}
+        : { body: typeof init.body === "string" ? init.body : JSON.stringify(init.body) }),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : null, headers: res.headers };
+  };
+  return {
+    app,
+    store,
+    sim,
+    url,
+    key,
+    tenantId: tenant.id,
+    api,
+    async close() {
+      await app.close();
+      await sim.close();
+      tmp.cleanup();
+    },
+  };
+}
