@@ -51,8 +51,14 @@ export interface Provider {
   create(req: CreateJobRequest): Promise<CreatedJob>;
   /** Parses a verified webhook body into the brief's event shape; throws on a malformed body. */
   parseEvent(body: unknown): ProviderEvent;
+  /** The job's current state, for the reconciler when webhooks do not come (DESIGN §2). */
   status?(jobId: string): Promise<JobSnapshot>;
   cancel?(jobId: string): Promise<void>;
+  /**
+   * For providers whose terminal events carry no result (OpenAI sends only the id): fetches
+   * output and usage. The worker calls it before applying a `job.succeeded` without output.
+   */
+  fetchResult?(jobId: string): Promise<{ output: unknown; usage?: JobUsage | undefined }>;
 }
 
 export class ProviderError extends Error {
