@@ -1,0 +1,47 @@
+/** A bounded closed-loop load generator: `total` requests, `concurrency` at a time, loopback only. */
+export interface LoadResult {
+  requests: number;
+  seconds: number;
+  perSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  errors: number;
+}
+
+export async function load(
+  total: number,
+  concurrency: number,
+  send: (i: number) => Promise<boolean>,
+): Promise<LoadResult> {
+  const latencies: number[] = [];
+  let next = 0;
+  let errors = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < total) {
+        const i = next++;
+        const t = performance.now();
+        const ok = await send(i).catch(() => false);
+        latencies.push(performance.now() - t);
+        if (!ok) errors++;
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
+  return { requests: total, seconds, perSecond: total / seconds, p50Ms: at(0.5), p99Ms: at(0.99), errors };
+}
+
+export function table(rows: Record<string, string | number>[]): string {
+  const cols = Object.keys(rows[0] ?? {});
+  const line = (cells: (string | number)[]) => `| ${cells.join(" | ")} |`;
+  return [
+    line(cols),
+    line(cols.map(() => "---")),
+    ...rows.map((r) => line(cols.map((c) => r[c] ?? ""))),
+  ].join("\n");
+}
+
+export const fmt = (n: number, digits = 1) => n.toFixed(digits);
