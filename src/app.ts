@@ -24,6 +24,12 @@ export interface LonghaulOptions {
   /** `all` (default), `api` (HTTP only) or `worker` (work loop only). */
   role?: "all" | "api" | "worker";
   worker?: WorkerOptions;
+  /** Reconciler: a job with no terminal webhook after this long is polled. Default 60 s. */
+  pollAfterMs?: number;
+  /** How long inbox rows are kept for dedupe; must cover providers' retry horizons. Default 7 days. */
+  dedupeHorizonMs?: number;
+  /** Enables the admin API; default `LONGHAUL_ADMIN_KEY`. */
+  adminKey?: string;
   clock?: Clock;
   ids?: IdGenerator;
   logger?: Logger;
@@ -77,8 +83,27 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
   const worker =
     role === "api"
       ? null
-      : new Worker({ store, clock, taskTypes, providers, webhookUrlFor, log }, opts.worker);
-  const server = buildServer({ store, clock, taskTypes, sources, log });
+      : new Worker(
+          {
+            store,
+            clock,
+            taskTypes,
+            providers,
+            webhookUrlFor,
+            log,
+            pollAfterMs: opts.pollAfterMs ?? 60_000,
+            dedupeHorizonMs: opts.dedupeHorizonMs ?? 7 * 24 * 3_600_000,
+          },
+          opts.worker,
+        );
+  const server = buildServer({
+    store,
+    clock,
+    taskTypes,
+    sources,
+    log,
+    adminKey: opts.adminKey ?? process.env.LONGHAUL_ADMIN_KEY,
+  });
 
   return {
     store,

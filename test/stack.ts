@@ -3,6 +3,7 @@ import { createLonghaul, type Longhaul } from "../src/app.ts";
 import type { TaskType } from "../src/core/task-type.ts";
 import { demoTaskTypes } from "../src/demo/index.ts";
 import { hashApiKey, newApiKey } from "../src/http/auth.ts";
+import type { Provider } from "../src/providers/provider.ts";
 import type { ChaosOptions } from "../src/providers/sim/chaos.ts";
 import { simProvider } from "../src/providers/sim/sim-provider.ts";
 import { type Simulator, startSimulator } from "../src/providers/sim/simulator.ts";
@@ -31,7 +32,15 @@ export interface Stack {
  * the API and the simulator sending signed webhooks to it.
  */
 export async function startStack(
-  opts: { chaos?: ChaosOptions; taskTypes?: TaskType[]; seed?: number } = {},
+  opts: {
+    chaos?: ChaosOptions;
+    taskTypes?: TaskType[];
+    seed?: number;
+    pollAfterMs?: number;
+    adminKey?: string;
+    providers?: Provider[];
+    concurrency?: number;
+  } = {},
 ): Promise<Stack> {
   const tmp = tempDir();
   const store = new SqliteStore({ path: join(tmp.dir, "longhaul.db") });
@@ -49,9 +58,16 @@ export async function startStack(
     store,
     logger: quietLog(),
     taskTypes: [...demoTaskTypes(tmp.dir), ...(opts.taskTypes ?? [])],
-    providers: [simProvider({ baseUrl: sim.url })],
-    sources: { sim: { provider: "sim", secrets: [SIM_SECRET] } },
-    worker: { leaseMs: 5000, idleMs: 200 },
+    providers: [simProvider({ baseUrl: sim.url }), ...(opts.providers ?? [])],
+    sources: {
+      sim: { provider: "sim", secrets: [SIM_SECRET] },
+      ...Object.fromEntries(
+        (opts.providers ?? []).map((p) => [p.name, { provider: p.name, secrets: [SIM_SECRET] }]),
+      ),
+    },
+    worker: { leaseMs: 5000, idleMs: 200, ...(opts.concurrency ? { concurrency: opts.concurrency } : {}) },
+    pollAfterMs: opts.pollAfterMs ?? 60_000,
+    ...(opts.adminKey ? { adminKey: opts.adminKey } : {}),
   });
   const url = await app.listen({ port: 0 });
   const api: Stack["api"] = async (path, init = {}) => {

@@ -217,6 +217,7 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
             provider: "sim",
             input: { text: "hi" },
             timeoutMs: null,
+            pollAfterMs: null,
           },
         ],
       });
@@ -329,7 +330,17 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
       await store.beginAdvance(adv.lease, task.id);
       await store.finishAdvance(adv.lease, task.id, {
         kind: "suspended",
-        waits: [{ kind: "job", stepId: "slow", position: 0, provider: "sim", input: null, timeoutMs: 5000 }],
+        waits: [
+          {
+            kind: "job",
+            stepId: "slow",
+            position: 0,
+            provider: "sim",
+            input: null,
+            timeoutMs: 5000,
+            pollAfterMs: null,
+          },
+        ],
       });
       const disp = await claimOne(store);
       await store.recordJobCreated(disp.lease, String(disp.item.payload.jobId), "ext-slow", "created");
@@ -342,6 +353,20 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
       assert.equal(d.steps[0]!.error!.code, "JOB_TIMED_OUT");
       const kinds = (await store.claim("w", 10, 1000)).map((i) => i.kind).sort();
       assert.deepEqual(kinds, ["advance", "cancel_job"]);
+      await store.close();
+    });
+
+    test("inbox rows past the dedupe horizon are pruned, newer ones kept", async () => {
+      const { store, clock } = await setup();
+      await store.recordEvent({ source: "sim", provider: "sim", eventId: "old", body: Buffer.from("{}") });
+      clock.advance(7 * 86_400_000);
+      await store.recordEvent({ source: "sim", provider: "sim", eventId: "new", body: Buffer.from("{}") });
+      assert.equal(await store.pruneInbox(clock.now() - 86_400_000), 1);
+      const left = await store.listInbox({ limit: 10 });
+      assert.deepEqual(
+        left.events.map((e) => e.eventId),
+        ["new"],
+      );
       await store.close();
     });
 

@@ -11,7 +11,28 @@ export interface LonghaulConfig {
   /** Where each provider's API lives, e.g. `{ "sim": { "base_url": "http://127.0.0.1:8788" } }`. */
   providers?: Record<string, { base_url: string }>;
   public_url?: string;
+  /** A job with no terminal webhook after this long is polled through its provider. Default 60. */
+  reconciler?: { poll_after_s?: number };
+  /** How long delivered event ids are remembered for dedupe. Default 7 days. */
+  inbox?: { dedupe_horizon_s?: number };
   taskTypes?: TaskType[];
+}
+
+/** The engine options a config file sets, as `createLonghaul` takes them. */
+export function engineOptions(config: LonghaulConfig): { pollAfterMs?: number; dedupeHorizonMs?: number } {
+  const out: { pollAfterMs?: number; dedupeHorizonMs?: number } = {};
+  const poll = config.reconciler?.poll_after_s;
+  const horizon = config.inbox?.dedupe_horizon_s;
+  if (poll !== undefined) out.pollAfterMs = seconds("reconciler.poll_after_s", poll) * 1000;
+  if (horizon !== undefined) out.dedupeHorizonMs = seconds("inbox.dedupe_horizon_s", horizon) * 1000;
+  return out;
+}
+
+function seconds(key: string, v: unknown): number {
+  if (typeof v !== "number" || !Number.isFinite(v) || v <= 0) {
+    throw new LonghaulError("CONFIG_INVALID", `${key} must be a positive number of seconds.`);
+  }
+  return v;
 }
 
 const defaults = ["longhaul.config.ts", "longhaul.config.js", "longhaul.config.json"];

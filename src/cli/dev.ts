@@ -8,7 +8,7 @@ import { hashApiKey, newApiKey } from "../http/auth.ts";
 import { simProvider } from "../providers/sim/sim-provider.ts";
 import { startSimulator } from "../providers/sim/simulator.ts";
 import { openStore } from "../store/open-store.ts";
-import { loadConfig } from "./config.ts";
+import { engineOptions, loadConfig } from "./config.ts";
 import { onShutdown } from "./shutdown.ts";
 
 export const DEV_TENANT_ID = "tn_dev";
@@ -62,6 +62,8 @@ export async function dev(argv: string[]): Promise<void> {
       ...config.sources,
     },
     publicUrl,
+    pollAfterMs: 30_000,
+    ...engineOptions(config),
   });
   const url = await app.listen({ port, host: values.host });
   onShutdown(async () => {

@@ -3,7 +3,7 @@ import { createLonghaul } from "../app.ts";
 import { LonghaulError } from "../core/errors.ts";
 import type { Provider } from "../providers/provider.ts";
 import { simProvider } from "../providers/sim/sim-provider.ts";
-import { loadConfig } from "./config.ts";
+import { engineOptions, loadConfig } from "./config.ts";
 import { onShutdown } from "./shutdown.ts";
 
 /** `longhaul serve`: the production server; store from LONGHAUL_DATABASE_URL, types from the config. */
@@ -33,6 +33,7 @@ export async function serve(argv: string[]): Promise<void> {
     providers,
     sources: config.sources ?? {},
     role,
+    ...engineOptions(config),
     ...(config.public_url ? { publicUrl: config.public_url } : {}),
   });
   const url = await app.listen({ port: Number(values.port), host: values.host });

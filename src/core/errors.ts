@@ -13,6 +13,7 @@ export const errorStatus = {
   FORBIDDEN: 403,
   TASK_NOT_FOUND: 404,
   SOURCE_NOT_FOUND: 404,
+  EVENT_NOT_FOUND: 404,
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   TASK_TYPE_UNKNOWN: 422,
@@ -36,6 +37,7 @@ export const errorStatus = {
   STORE_UNAVAILABLE: 503,
   CONFIG_INVALID: 500,
   INTERNAL: 500,
+  JWKS_UNAVAILABLE: 503,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof errorStatus;

@@ -36,6 +36,7 @@ export interface WaitRequest {
   provider: string;
   input: unknown;
   timeoutMs: number | null;
+  pollAfterMs: number | null;
 }
 
 export type RunResult =
@@ -189,6 +190,7 @@ export async function runTask(args: RunTaskArgs): Promise<RunResult> {
         provider: options.provider,
         input: options.input ?? null,
         timeoutMs: options.timeout === undefined ? null : toMs(options.timeout),
+        pollAfterMs: options.pollAfter === undefined ? null : toMs(options.pollAfter),
       });
       blocked++;
       return never<T>();

@@ -15,6 +15,8 @@ export interface JobOptions {
   input: unknown;
   /** How long to wait for the job to end before the step times out. */
   timeout?: Duration;
+  /** With no terminal webhook by then, the reconciler starts asking the provider (DESIGN §2). */
+  pollAfter?: Duration;
 }
 
 /** The step API a task function receives. Every call is memoized by its `id`. */

@@ -43,5 +43,9 @@ export async function advance(d: EngineDeps, item: WorkItem, lease: Lease): Prom
       error: result.error,
     });
   }
+  if (result.kind === "suspended") {
+    const waits = result.waits.map((w) => ({ ...w, pollAfterMs: w.pollAfterMs ?? d.pollAfterMs }));
+    return d.store.finishAdvance(lease, taskId, { kind: "suspended", waits });
+  }
   return d.store.finishAdvance(lease, taskId, result);
 }

@@ -14,5 +14,9 @@ export interface EngineDeps {
   /** The URL a provider should post this provider's job events to (`<public_url>/hooks/<source>`). */
   webhookUrlFor: (provider: string) => string;
   log: Logger;
+  /** Default poll-after for jobs whose step does not set one. */
+  pollAfterMs: number;
+  /** Inbox rows older than this are pruned; it must cover every provider's retry horizon. */
+  dedupeHorizonMs: number;
   random?: () => number;
 }

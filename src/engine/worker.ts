@@ -7,6 +7,8 @@ import { applyEvent } from "./apply-event.ts";
 import { cancelJob } from "./cancel-job.ts";
 import type { EngineDeps } from "./deps.ts";
 import { dispatch } from "./dispatch.ts";
+import { maintenance, maintenanceItem } from "./maintenance.ts";
+import { poll } from "./poll.ts";
 import { timeout } from "./timeout.ts";
 
 type Handler = (d: EngineDeps, item: WorkItem, lease: Lease) => Promise<void>;
@@ -17,6 +19,8 @@ const handlers: Record<WorkKind, Handler> = {
   apply_event: applyEvent,
   timeout,
   cancel_job: cancelJob,
+  poll,
+  maintenance,
 };
 
 export interface WorkerOptions {
@@ -88,6 +92,7 @@ export class Worker {
       const orphans = await this.safely(() => this.d.store.releaseOrphanedLeases());
       if (orphans) this.d.log.info({ orphans }, "took over work left by an earlier process");
     }
+    await this.safely(() => this.d.store.enqueue([maintenanceItem(this.d.clock.now())]));
     while (!this.stopped) {
       const now = this.d.clock.now();
       if (now - this.lastRecovery >= Math.min(1000, this.leaseMs / 3)) {

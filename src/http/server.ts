@@ -5,6 +5,8 @@ import type { TaskType } from "../core/task-type.ts";
 import type { Registry } from "../engine/registry.ts";
 import type { Source } from "../ingress/sources.ts";
 import type { Store } from "../store/store.ts";
+import { adminAuth } from "./admin-auth.ts";
+import { adminEventsRoutes } from "./admin-events-routes.ts";
 import { tenantAuth } from "./auth.ts";
 import { installErrorHandling } from "./error-handler.ts";
 import { hooksRoutes } from "./hooks-routes.ts";
@@ -16,6 +18,7 @@ export interface ServerDeps {
   taskTypes: Registry<TaskType>;
   sources: Map<string, Source>;
   log: Logger;
+  adminKey?: string | undefined;
 }
 
 /** The HTTP API (DESIGN §7). Slow clients are cut off by header and request timeouts. */
@@ -34,6 +37,11 @@ export function buildServer(d: ServerDeps): FastifyInstance {
   app.get("/healthz", async () => ({ status: "ok" }));
 
   hooksRoutes(app, d.store, d.sources, d.clock);
+
+  app.register(async (admin) => {
+    admin.addHook("onRequest", adminAuth(d.adminKey));
+    adminEventsRoutes(admin, d.store);
+  });
 
   app.register(async (api) => {
     api.addHook("onRequest", tenantAuth(d.store));

@@ -69,6 +69,31 @@ export interface Store {
   /** Marks an inbox event that could not be parsed, and completes its item. */
   rejectInboxEvent(lease: Lease, inboxId: string, note: string): Promise<void>;
 
+  /**
+   * Finishes a reconciler poll of `jobId`: records the synthesized event (if the poll saw the
+   * job move) exactly as ingress would, and schedules the next poll (if it has not ended).
+   */
+  recordPoll(
+    lease: Lease,
+    jobId: string,
+    event: NewInboxEvent | null,
+    next: { runAt: number; attempt: number } | null,
+  ): Promise<void>;
+  /** Deletes inbox rows received before `before` (the dedupe horizon). Returns how many. */
+  pruneInbox(before: number): Promise<number>;
+  /** Inbox rows, newest first, for the admin API. */
+  listInbox(q: {
+    source?: string | undefined;
+    status?: InboxStatus | undefined;
+    limit: number;
+    cursor?: string | undefined;
+  }): Promise<{
+    events: InboxEventRow[];
+    nextCursor: string | null;
+  }>;
+  /** Queues an inbox event to be applied again; its effect stays exactly-once (DESIGN §3.2). EVENT_NOT_FOUND. */
+  replayInboxEvent(id: string): Promise<InboxEventRow>;
+
   /** At a wait's deadline: times the step out if it is still waiting, and advances the task. */
   fireTimeout(lease: Lease, taskId: string, stepId: string): Promise<boolean>;
 
@@ -212,7 +237,14 @@ export interface InboxEventRow {
 
 export type ApplyOutcome = "applied" | "ignored" | "unmatched";
 
-export type WorkKind = "advance" | "dispatch" | "apply_event" | "timeout" | "cancel_job";
+export type WorkKind =
+  | "advance"
+  | "dispatch"
+  | "apply_event"
+  | "timeout"
+  | "cancel_job"
+  | "poll"
+  | "maintenance";
 
 export interface NewWorkItem {
   kind: WorkKind;

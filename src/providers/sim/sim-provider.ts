@@ -1,10 +1,9 @@
-import { LonghaulError } from "../../core/errors.ts";
-import { isJobEventType, type JobStatus, jobEventTypes } from "../../core/job-state.ts";
+import type { JobStatus } from "../../core/job-state.ts";
+import { isObject, parseBriefEvent, parseJobError, parseUsage } from "../brief-event.ts";
 import {
   type CreatedJob,
   type CreateJobRequest,
   type JobSnapshot,
-  type JobUsage,
   type Provider,
   ProviderError,
   type ProviderEvent,
@@ -101,20 +100,7 @@ export function simProvider(options: SimProviderOptions): Provider {
     },
 
     parseEvent(body: unknown): ProviderEvent {
-      if (!isObject(body)) return invalid("the body is not a JSON object");
-      const { id, type, data } = body;
-      if (typeof id !== "string" || id === "") return invalid("id must be a non-empty string");
-      if (typeof type !== "string" || !isJobEventType(type)) {
-        return invalid(`type must be one of ${Object.keys(jobEventTypes).join(", ")}`);
-      }
-      if (!isObject(data) || typeof data.job_id !== "string" || data.job_id === "") {
-        return invalid("data.job_id must be a non-empty string");
-      }
-      const event: ProviderEvent = { eventId: id, type, jobId: data.job_id };
-      if (data.output !== undefined) event.output = data.output;
-      if (data.error !== undefined) event.error = parseError(data.error, invalid);
-      if (data.usage !== undefined) event.usage = parseUsage(data.usage, invalid);
-      return event;
+      return parseBriefEvent(body, "sim event");
     },
 
     async status(jobId: string): Promise<JobSnapshot> {
@@ -128,7 +114,7 @@ export function simProvider(options: SimProviderOptions): Provider {
       if (status === undefined) return fail(`unknown status ${JSON.stringify(body.status)}`);
       const snapshot: JobSnapshot = { jobId, status };
       if (body.output !== undefined) snapshot.output = body.output;
-      if (body.error !== undefined) snapshot.error = parseError(body.error, fail);
+      if (body.error !== undefined) snapshot.error = parseJobError(body.error, fail);
       if (body.usage !== undefined) snapshot.usage = parseUsage(body.usage, fail);
       return snapshot;
     },
@@ -143,35 +129,6 @@ export function simProvider(options: SimProviderOptions): Provider {
       }
     },
   };
-}
-
-function invalid(why: string): never {
-  throw new LonghaulError(
-    "VALIDATION_FAILED",
-    `The sim event is not in the provider event shape {id, type, data: {job_id}}: ${why}. Check what posts to this source.`,
-  );
-}
-
-function parseError(value: unknown, fail: (why: string) => never): { code?: string; message: string } {
-  if (!isObject(value) || typeof value.message !== "string") return fail("error must be {code?, message}");
-  if (value.code !== undefined && typeof value.code !== "string") return fail("error.code must be a string");
-  return value.code === undefined ? { message: value.message } : { code: value.code, message: value.message };
-}
-
-function parseUsage(value: unknown, fail: (why: string) => never): JobUsage {
-  if (!isObject(value)) return fail("usage must be an object");
-  const usage: JobUsage = {};
-  for (const field of ["prompt_tokens", "completion_tokens", "total_tokens"] as const) {
-    const n = value[field];
-    if (n === undefined) continue;
-    if (typeof n !== "number" || !Number.isFinite(n) || n < 0) return fail(`usage.${field} must be a count`);
-    usage[field] = n;
-  }
-  return usage;
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
 function describe(body: unknown): string {

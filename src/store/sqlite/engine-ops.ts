@@ -1,4 +1,4 @@
-import type { ErrorInfo } from "../../core/errors.ts";
+import { type ErrorInfo, LonghaulError } from "../../core/errors.ts";
 import { isTerminalJob, type JobStatus, nextJobStatus } from "../../core/job-state.ts";
 import type { RunOutcome, StoredStep } from "../../core/replay.ts";
 import { isTerminalTask } from "../../core/task-state.ts";
@@ -102,8 +102,9 @@ export function finishAdvance(c: Ctx, lease: Lease, taskId: string, r: AdvanceRe
           now,
         );
         c.sql.run(
-          `INSERT INTO jobs (id, tenant_id, task_id, step_id, provider, status, input, idempotency_key, created_at, updated_at)
-           VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)`,
+          `INSERT INTO jobs (id, tenant_id, task_id, step_id, provider, status, input, idempotency_key, poll_after_ms,
+             created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)`,
           jobId,
           task.tenantId,
           taskId,
@@ -111,6 +112,7 @@ export function finishAdvance(c: Ctx, lease: Lease, taskId: string, r: AdvanceRe
           w.provider,
           json(w.input),
           `${taskId}:${w.stepId}`,
+          w.pollAfterMs,
           now,
           now,
         );
@@ -172,6 +174,11 @@ export function recordJobCreated(
     provider: j.provider,
     external_id: externalId,
   });
+  const pollAfter = c.sql.get<{ p: number | null }>(
+    "SELECT poll_after_ms AS p FROM jobs WHERE id = ?",
+    jobId,
+  )?.p;
+  if (pollAfter != null) enqueue(c, [pollItem(j.tenantId, jobId, now + pollAfter, 1)]);
   // DESIGN §3.5: events that came before the job was known are applied now.
   const early = c.sql.all<{ id: string }>(
     "SELECT id FROM inbox_events WHERE provider = ? AND job_external_id = ? AND status = 'unmatched' ORDER BY received_at",
@@ -183,6 +190,14 @@ export function recordJobCreated(
     enqueue(c, [applyItem(j.tenantId, e.id)]);
   }
 }
+
+const pollItem = (tenantId: string, jobId: string, runAt: number, attempt: number) => ({
+  kind: "poll" as const,
+  tenantId,
+  payload: { jobId, attempt },
+  runAt,
+  dedupeKey: `poll:${jobId}`,
+});
 
 const applyItem = (tenantId: string | null, inboxId: string) => ({
   kind: "apply_event" as const,
@@ -219,6 +234,8 @@ function endJobStep(
     j.taskId,
     j.stepId,
   ).changes;
+  // The job has ended: its reconciler poll has nothing left to ask.
+  c.sql.run("DELETE FROM work_items WHERE dedupe_key = ? AND status = 'pending'", `poll:${j.id}`);
   if (changed === 0) return;
   const data: Record<string, unknown> = { step_id: j.stepId, kind: "job", job_id: j.id };
   if (fields.error) data.error = fields.error;
@@ -232,6 +249,65 @@ export function failJob(c: Ctx, lease: Lease, jobId: string, error: ErrorInfo): 
   const j = job(c, jobId);
   if (!j || isTerminalJob(j.status)) return;
   endJobStep(c, j, "failed", "failed", { error });
+}
+
+export function recordPoll(
+  c: Ctx,
+  lease: Lease,
+  jobId: string,
+  event: NewInboxEvent | null,
+  next: { runAt: number; attempt: number } | null,
+): void {
+  assertLease(c, lease);
+  complete(c, lease);
+  if (event) recordEvent(c, event);
+  const j = job(c, jobId);
+  if (next && j && !isTerminalJob(j.status))
+    enqueue(c, [pollItem(j.tenantId, jobId, next.runAt, next.attempt)]);
+}
+
+export function pruneInbox(c: Ctx, before: number): number {
+  return c.sql.run("DELETE FROM inbox_events WHERE received_at < ?", before).changes;
+}
+
+export function listInbox(
+  c: Ctx,
+  q: {
+    source?: string | undefined;
+    status?: InboxStatus | undefined;
+    limit: number;
+    cursor?: string | undefined;
+  },
+): { events: InboxEventRow[]; nextCursor: string | null } {
+  const where = ["1 = 1"];
+  const params: unknown[] = [];
+  if (q.source) {
+    where.push("source = ?");
+    params.push(q.source);
+  }
+  if (q.status) {
+    where.push("status = ?");
+    params.push(q.status);
+  }
+  if (q.cursor) {
+    where.push("id < ?");
+    params.push(q.cursor);
+  }
+  const rows = c.sql.all<InboxDbRow>(
+    `SELECT * FROM inbox_events WHERE ${where.join(" AND ")} ORDER BY id DESC LIMIT ?`,
+    ...params,
+    q.limit + 1,
+  );
+  const events = rows.slice(0, q.limit).map(toInbox);
+  return { events, nextCursor: rows.length > q.limit ? (events.at(-1)?.id ?? null) : null };
+}
+
+export function replayInboxEvent(c: Ctx, id: string): InboxEventRow {
+  const row = getInboxEvent(c, id);
+  if (!row) throw new LonghaulError("EVENT_NOT_FOUND", `No inbox event ${id}.`);
+  markInbox(c, id, "received", { note: "replayed" });
+  enqueue(c, [applyItem(null, id)]);
+  return getInboxEvent(c, id)!;
 }
 
 export function recordEvent(c: Ctx, e: NewInboxEvent): { id: string; duplicate: boolean } {
@@ -275,7 +351,10 @@ interface InboxDbRow {
 
 export function getInboxEvent(c: Ctx, id: string): InboxEventRow | null {
   const r = c.sql.get<InboxDbRow>("SELECT * FROM inbox_events WHERE id = ?", id);
-  if (!r) return null;
+  return r ? toInbox(r) : null;
+}
+
+function toInbox(r: InboxDbRow): InboxEventRow {
   return {
     id: r.id,
     source: r.source,

@@ -38,6 +38,8 @@ export const defaultMaxAttempts: Record<WorkKind, number> = {
   apply_event: 20,
   timeout: 20,
   cancel_job: 8,
+  poll: 20,
+  maintenance: 5,
 };
 
 /**

@@ -10,6 +10,7 @@ import type { RunOutcome } from "../../core/replay.ts";
 import type { ProviderEvent } from "../../providers/provider.ts";
 import type {
   AdvanceResult,
+  InboxStatus,
   Lease,
   NewInboxEvent,
   NewTask,
@@ -164,6 +165,23 @@ export class SqliteStore implements Store {
   }
   rejectInboxEvent(lease: Lease, inboxId: string, note: string) {
     return this.write((c) => engine.rejectInboxEvent(c, lease, inboxId, note));
+  }
+  recordPoll(
+    lease: Lease,
+    jobId: string,
+    event: NewInboxEvent | null,
+    next: { runAt: number; attempt: number } | null,
+  ) {
+    return this.write((c) => engine.recordPoll(c, lease, jobId, event, next), "work");
+  }
+  pruneInbox(before: number) {
+    return this.write((c) => engine.pruneInbox(c, before));
+  }
+  async listInbox(q: { source?: string; status?: InboxStatus; limit: number; cursor?: string }) {
+    return engine.listInbox(this.c, q);
+  }
+  replayInboxEvent(id: string) {
+    return this.write((c) => engine.replayInboxEvent(c, id), "work");
   }
   fireTimeout(lease: Lease, taskId: string, stepId: string) {
     return this.write((c) => engine.fireTimeout(c, lease, taskId, stepId), "work");
