@@ -11,6 +11,8 @@ import { buildSource, type Source, type SourceConfig } from "./ingress/sources.t
 import type { Provider } from "./providers/provider.ts";
 import { openStore } from "./store/open-store.ts";
 import type { Store } from "./store/store.ts";
+import { CapabilityUrls } from "./tokens/capability-urls.ts";
+import { type Keyring, keyringFromConfig, TOKEN_KEYS_META_KEY, type TokenKey } from "./tokens/keyring.ts";
 
 export interface LonghaulOptions {
   /** `sqlite:path` or `postgres://…`; ignored when `store` is given. Default `sqlite:.longhaul/longhaul.db`. */
@@ -30,6 +32,11 @@ export interface LonghaulOptions {
   dedupeHorizonMs?: number;
   /** Enables the admin API; default `LONGHAUL_ADMIN_KEY`. */
   adminKey?: string;
+  /**
+   * Capability token keys (the first signs; all verify) and the default lifetime of a
+   * callback or approval link. Without keys, keys generated once and kept in the store.
+   */
+  tokens?: { keys?: TokenKey[]; ttl_s?: number };
   clock?: Clock;
   ids?: IdGenerator;
   logger?: Logger;
@@ -40,6 +47,9 @@ export interface Longhaul {
   server: FastifyInstance;
   worker: Worker | null;
   log: Logger;
+  /** Capability token keys of this deployment, and the URLs minted from them. */
+  keyring: Keyring;
+  urls: CapabilityUrls;
   /** Starts the worker alone (role `worker`, or a library that serves no HTTP). */
   start(): void;
   /** Starts the worker (unless role is `api`) and listens; returns the base URL. */
@@ -79,6 +89,19 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     return `${publicUrl}/hooks/${source.name}`;
   };
 
+  const keyring = await keyringFromConfig(
+    opts.tokens?.keys ? { keys: opts.tokens.keys } : undefined,
+    () => store.getMeta(TOKEN_KEYS_META_KEY),
+    (json) => store.putMetaIfAbsent(TOKEN_KEYS_META_KEY, json),
+  );
+  const defaultWaitMs = (opts.tokens?.ttl_s ?? 48 * 3600) * 1000;
+  const baseUrl = () => {
+    if (!publicUrl)
+      throw new LonghaulError("CONFIG_INVALID", "Set public_url so links point at this deployment.");
+    return publicUrl;
+  };
+  const urls = new CapabilityUrls(keyring, baseUrl, defaultWaitMs);
+
   const role = opts.role ?? "all";
   const worker =
     role === "api"
@@ -91,6 +114,8 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
             providers,
             webhookUrlFor,
             log,
+            urls,
+            defaultWaitMs,
             pollAfterMs: opts.pollAfterMs ?? 60_000,
             dedupeHorizonMs: opts.dedupeHorizonMs ?? 7 * 24 * 3_600_000,
           },
@@ -102,6 +127,8 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     taskTypes,
     sources,
     log,
+    keyring,
+    urls,
     adminKey: opts.adminKey ?? process.env.LONGHAUL_ADMIN_KEY,
   });
 
@@ -110,6 +137,8 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     server,
     worker,
     log,
+    keyring,
+    urls,
     start() {
       worker?.start();
     },

@@ -3,55 +3,73 @@ import { test } from "node:test";
 import { NonRetriableError, RetryAfterError } from "../src/core/errors.ts";
 import { type RunOutcome, type RunTaskArgs, runTask, type StoredStep } from "../src/core/replay.ts";
 import type { TaskFunction } from "../src/core/task-type.ts";
+import type { WaitRequest } from "../src/core/wait.ts";
 
-/** Runs `fn` with an in-memory history that stores outcomes the way the engine does. */
+/** Runs `fn` with an in-memory history that stores outcomes and waits the way the engine does. */
 function harness(fn: TaskFunction, history: StoredStep[] = []) {
   const stored = [...history];
+  const registered: WaitRequest[] = [];
+  const handoffs: string[] = [];
+  const row = (
+    o: Partial<StoredStep> & Pick<StoredStep, "stepId" | "position" | "kind" | "status">,
+  ): StoredStep => ({
+    output: null,
+    error: null,
+    attempts: 1,
+    deadlineAt: null,
+    handedOff: false,
+    ...o,
+  });
   const run = (extra: Partial<RunTaskArgs> = {}) =>
     runTask({
       fn,
       input: { n: 1 },
       ctx: { taskId: "t_1", tenantId: "tn_1", type: "x", userId: null, traceId: null },
       history: stored,
-      storeRunOutcome: async (o: RunOutcome) => {
-        const i = stored.findIndex((s) => s.stepId === o.stepId);
-        const row: StoredStep = {
-          stepId: o.stepId,
-          position: o.position,
-          kind: "run",
-          status: o.status,
-          output: o.status === "succeeded" ? o.output : null,
-          error: o.status === "succeeded" ? null : o.error,
-          attempts: o.attempts,
-        };
-        if (i >= 0) stored[i] = row;
-        else stored.push(row);
+      ports: {
+        storeRunOutcome: async (o: RunOutcome) => {
+          const i = stored.findIndex((s) => s.stepId === o.stepId);
+          const r = row({
+            stepId: o.stepId,
+            position: o.position,
+            kind: "run",
+            status: o.status,
+            output: o.status === "succeeded" ? o.output : null,
+            error: o.status === "succeeded" ? null : o.error,
+            attempts: o.attempts,
+          });
+          if (i >= 0) stored[i] = r;
+          else stored.push(r);
+        },
+        registerWait: async (w) => {
+          registered.push(w);
+          const r = row({
+            stepId: w.stepId,
+            position: w.position,
+            kind: w.kind,
+            status: "waiting",
+            deadlineAt: w.timeoutMs,
+          });
+          stored.push(r);
+          return r;
+        },
+        callbackUrl: (s) => `https://example.test/v1/callbacks/${s.stepId}.${s.attempts}`,
+        markHandedOff: async (stepId) => {
+          stored.find((s) => s.stepId === stepId)!.handedOff = true;
+        },
       },
       maxAttempts: 3,
       advanceAttempt: 1,
       random: () => 0.5,
       ...extra,
     });
-  /** Marks a waiting job step as ended, as an applied webhook would. */
-  const endJob = (stepId: string, output: unknown) => {
+  /** Ends a waiting step, as an applied webhook or callback would. */
+  const end = (stepId: string, output: unknown) => {
     const s = stored.find((x) => x.stepId === stepId)!;
     s.status = "succeeded";
     s.output = output;
   };
-  const registerWaits = (waits: { stepId: string; position: number }[]) => {
-    for (const w of waits) {
-      stored.push({
-        stepId: w.stepId,
-        position: w.position,
-        kind: "job",
-        status: "waiting",
-        output: null,
-        error: null,
-        attempts: 0,
-      });
-    }
-  };
-  return { run, stored, endJob, registerWaits };
+  return { run, stored, end, registered, handoffs };
 }
 
 test("replay never re-runs a completed step: the counter stays at 1", async () => {
@@ -64,12 +82,15 @@ test("replay never re-runs a completed step: the counter stays at 1", async () =
   const first = await h.run();
   assert.equal(first.kind, "suspended");
   assert.equal(count, 1);
-  if (first.kind !== "suspended") return;
-  h.registerWaits(first.waits);
-  // Replayed while still waiting: suspends again with no new wait, and runs nothing.
+  assert.deepEqual(
+    h.registered.map((w) => [w.kind, w.stepId]),
+    [["job", "wait"]],
+  );
+  // Replayed while still waiting: suspends again, registers nothing new, runs nothing.
   const second = await h.run();
-  assert.deepEqual(second, { kind: "suspended", waits: [] });
-  h.endJob("wait", { text: "done" });
+  assert.deepEqual(second, { kind: "suspended" });
+  assert.equal(h.registered.length, 1);
+  h.end("wait", { text: "done" });
   const third = await h.run();
   assert.deepEqual(third, { kind: "succeeded", output: { a: 1, job: { text: "done" } } });
   assert.equal(count, 1);
@@ -108,18 +129,16 @@ test("parallel jobs suspend together and resume when all have ended", async () =
   });
   const r = await h.run();
   assert.equal(r.kind, "suspended");
-  if (r.kind !== "suspended") return;
   assert.deepEqual(
-    r.waits.map((w) => [w.stepId, w.position, w.timeoutMs]),
+    h.registered.map((w) => [w.stepId, w.position, w.timeoutMs]),
     [
       ["a", 0, 300_000],
       ["b", 1, null],
     ],
   );
-  h.registerWaits(r.waits);
-  h.endJob("a", "A");
-  assert.deepEqual(await h.run(), { kind: "suspended", waits: [] });
-  h.endJob("b", "B");
+  h.end("a", "A");
+  assert.deepEqual(await h.run(), { kind: "suspended" });
+  h.end("b", "B");
   assert.deepEqual(await h.run(), { kind: "succeeded", output: ["A", "B"] });
 });
 
@@ -187,4 +206,62 @@ test("step.run work in flight finishes before the run suspends", async () => {
   const r = await h.run();
   assert.equal(r.kind, "suspended");
   assert.equal(h.stored.find((s) => s.stepId === "slow")?.status, "succeeded");
+});
+
+test("a callback URL is handed off once, after its wait is stored, and replay does not hand it off again", async () => {
+  const sent: string[] = [];
+  const h = harness(async (_input, step) => {
+    const result = await step.callback<{ pages: number }>("ocr", { timeout: "10m" }, (url) => {
+      sent.push(url);
+    });
+    return result;
+  });
+  assert.equal((await h.run()).kind, "suspended");
+  assert.deepEqual(sent, ["https://example.test/v1/callbacks/ocr.1"]);
+  assert.equal(h.registered[0]?.kind, "callback");
+  assert.equal(h.stored[0]?.handedOff, true);
+  assert.equal((await h.run()).kind, "suspended");
+  assert.equal(sent.length, 1);
+  h.end("ocr", { pages: 200 });
+  assert.deepEqual(await h.run(), { kind: "succeeded", output: { pages: 200 } });
+});
+
+test("a handoff that failed before it finished is retried with the same URL", async () => {
+  const sent: string[] = [];
+  let fail = true;
+  const h = harness(async (_input, step) =>
+    step.callback("cb", {}, (url) => {
+      sent.push(url);
+      if (fail) throw new Error("service down");
+    }),
+  );
+  assert.equal((await h.run()).kind, "retry");
+  fail = false;
+  assert.equal((await h.run()).kind, "suspended");
+  assert.equal(sent.length, 2);
+  assert.equal(sent[0], sent[1]);
+});
+
+test("an uncaught step timeout ends the task as timed_out", async () => {
+  const h = harness(async (_input, step) => step.approval("ok", { timeout: "1h" }));
+  assert.equal((await h.run()).kind, "suspended");
+  const s = h.stored[0]!;
+  s.status = "timed_out";
+  s.error = { code: "STEP_TIMED_OUT", message: "no decision" };
+  const r = await h.run();
+  assert.equal(r.kind, "timed_out");
+});
+
+test("without strict order, parallel branches may reach new steps in any order", async () => {
+  let flip = false;
+  const h = harness(async (_input, step) => {
+    const ids = flip ? ["b", "a"] : ["a", "b"];
+    for (const id of ids) await step.run(id, () => id);
+    return await step.sleep("end", 1000);
+  });
+  assert.equal((await h.run({ strictOrder: false })).kind, "suspended");
+  flip = true;
+  assert.equal((await h.run({ strictOrder: false })).kind, "suspended");
+  const strict = await h.run();
+  assert.equal(strict.kind === "failed" && strict.error.code, "STEP_ORDER_MISMATCH");
 });

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { createLonghaul, type Longhaul } from "../src/app.ts";
+import { createLonghaul, type Longhaul, type LonghaulOptions } from "../src/app.ts";
 import type { TaskType } from "../src/core/task-type.ts";
 import { demoTaskTypes } from "../src/demo/index.ts";
 import { hashApiKey, newApiKey } from "../src/http/auth.ts";
@@ -40,10 +40,13 @@ export async function startStack(
     adminKey?: string;
     providers?: Provider[];
     concurrency?: number;
+    tokens?: LonghaulOptions["tokens"];
+    /** Reuse this SQLite file (a restart) instead of a fresh one. */
+    dbPath?: string;
   } = {},
 ): Promise<Stack> {
   const tmp = tempDir();
-  const store = new SqliteStore({ path: join(tmp.dir, "longhaul.db") });
+  const store = new SqliteStore({ path: opts.dbPath ?? join(tmp.dir, "longhaul.db") });
   await store.migrate();
   const sim = await startSimulator({
     secret: SIM_SECRET,
@@ -68,6 +71,7 @@ export async function startStack(
     worker: { leaseMs: 5000, idleMs: 200, ...(opts.concurrency ? { concurrency: opts.concurrency } : {}) },
     pollAfterMs: opts.pollAfterMs ?? 60_000,
     ...(opts.adminKey ? { adminKey: opts.adminKey } : {}),
+    ...(opts.tokens ? { tokens: opts.tokens } : {}),
   });
   const url = await app.listen({ port: 0 });
   const api: Stack["api"] = async (path, init = {}) => {

@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { Webhook } from "standardwebhooks";
 import { type ErrorCode, LonghaulError } from "../src/core/errors.ts";
-import type { VerifyInput } from "../src/ingress/scheme.ts";
+import type { Verified, VerifyRequest } from "../src/ingress/scheme.ts";
 import { signStandardWebhook, standardWebhooks } from "../src/ingress/standard-webhooks.ts";
 
 interface Vector {
@@ -37,9 +37,7 @@ const ID = "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W";
 const NOW_S = 1_767_225_600;
 const BODY = Buffer.from('{"type":"job.succeeded","data":{"job_id":"job_1"}}');
 
-function signed(
-  over: { id?: string; timestampS?: number; body?: Buffer; secret?: string } = {},
-): VerifyInput {
+function signed(over: { id?: string; timestampS?: number; body?: Buffer; secret?: string } = {}): Input {
   const id = over.id ?? ID;
   const timestampS = over.timestampS ?? NOW_S;
   const body = over.body ?? BODY;
@@ -51,16 +49,27 @@ function signed(
     },
     body,
     secrets: [SECRET],
-    toleranceS: 300,
     nowMs: NOW_S * 1000,
   };
 }
 
-function withHeader(input: VerifyInput, name: string, value: string | undefined): VerifyInput {
+/** A request and the secrets of the source it is posted to. */
+type Input = VerifyRequest & { secrets: string[] };
+
+/** Verifies through a verifier made for a source holding `input.secrets`, as ingress does. */
+function check(input: Input): Promise<Verified> {
+  return Promise.resolve().then(() =>
+    standardWebhooks
+      .create({ name: "test", provider: "sim", secrets: input.secrets, tolerance_s: 300 })
+      .verify(input),
+  );
+}
+
+function withHeader(input: Input, name: string, value: string | undefined): Input {
   return { ...input, headers: { ...input.headers, [name]: value } };
 }
 
-function withHeaderArray(input: VerifyInput, values: string[]): VerifyInput {
+function withHeaderArray(input: Input, values: string[]): Input {
   return { ...input, headers: { ...input.headers, "webhook-signature": values } };
 }
 
@@ -72,7 +81,7 @@ function refusedWith(code: ErrorCode): (err: unknown) => boolean {
   };
 }
 
-test("the published v1 vector is reproduced and verified", () => {
+test("the published v1 vector is reproduced and verified, by a source and in one shot", async () => {
   const v = vector("v1");
   const body = Buffer.from(v.body, "utf8");
   const signature = signStandardWebhook({
@@ -82,21 +91,21 @@ test("the published v1 vector is reproduced and verified", () => {
     secret: v.secret!,
   });
   assert.equal(signature, v.expected_signature);
-  const verified = standardWebhooks.verify({
+  const request: VerifyRequest = {
     headers: {
       "webhook-id": v.webhook_id,
       "webhook-timestamp": String(v.timestamp),
       "webhook-signature": v.expected_signature,
     },
     body,
-    secrets: [v.secret!],
-    toleranceS: 300,
     nowMs: v.timestamp * 1000,
-  });
-  assert.deepEqual(verified, { eventId: v.webhook_id, timestampS: v.timestamp });
+  };
+  const expected = { eventId: v.webhook_id, timestampS: v.timestamp };
+  assert.deepEqual(await check({ ...request, secrets: [v.secret!] }), expected);
+  assert.deepEqual(standardWebhooks.verify({ ...request, secrets: [v.secret!], toleranceS: 300 }), expected);
 });
 
-test("the published v1a vector is reproduced from the seed and verified with the public key", () => {
+test("the published v1a vector is reproduced from the seed and verified with the public key", async () => {
   const v = vector("v1a");
   const body = Buffer.from(v.body, "utf8");
   const signature = signStandardWebhook({
@@ -106,7 +115,7 @@ test("the published v1a vector is reproduced from the seed and verified with the
     secret: `whsk_${v.ed25519_seed_base64}`,
   });
   assert.equal(signature, v.expected_signature);
-  const input: VerifyInput = {
+  const input: Input = {
     headers: {
       "webhook-id": v.webhook_id,
       "webhook-timestamp": String(v.timestamp),
@@ -114,98 +123,85 @@ test("the published v1a vector is reproduced from the seed and verified with the
     },
     body,
     secrets: [`whpk_${v.ed25519_public_base64}`],
-    toleranceS: 300,
     nowMs: v.timestamp * 1000,
   };
-  assert.deepEqual(standardWebhooks.verify(input), { eventId: v.webhook_id, timestampS: v.timestamp });
-  assert.throws(
-    () => standardWebhooks.verify({ ...input, body: Buffer.from(`${v.body} `) }),
+  assert.deepEqual(await check(input), { eventId: v.webhook_id, timestampS: v.timestamp });
+  await assert.rejects(
+    check({ ...input, body: Buffer.from(`${v.body} `) }),
     refusedWith("SIGNATURE_INVALID"),
   );
 });
 
-test("a timestamp at the edge of the tolerance is accepted in both directions", () => {
+test("a timestamp at the edge of the tolerance is accepted in both directions", async () => {
   for (const timestampS of [NOW_S - 300, NOW_S + 300]) {
-    assert.equal(standardWebhooks.verify(signed({ timestampS })).timestampS, timestampS);
+    assert.equal((await check(signed({ timestampS }))).timestampS, timestampS);
   }
 });
 
-test("a validly signed but old timestamp is refused as out of tolerance", () => {
-  assert.throws(
-    () => standardWebhooks.verify(signed({ timestampS: NOW_S - 301 })),
-    refusedWith("TIMESTAMP_OUT_OF_TOLERANCE"),
-  );
+test("a validly signed but old timestamp is refused as out of tolerance", async () => {
+  await assert.rejects(check(signed({ timestampS: NOW_S - 301 })), refusedWith("TIMESTAMP_OUT_OF_TOLERANCE"));
 });
 
-test("a validly signed future timestamp is refused as out of tolerance", () => {
-  assert.throws(
-    () => standardWebhooks.verify(signed({ timestampS: NOW_S + 301 })),
-    refusedWith("TIMESTAMP_OUT_OF_TOLERANCE"),
-  );
+test("a validly signed future timestamp is refused as out of tolerance", async () => {
+  await assert.rejects(check(signed({ timestampS: NOW_S + 301 })), refusedWith("TIMESTAMP_OUT_OF_TOLERANCE"));
 });
 
-test("a timestamp that is not a whole number of seconds is refused as invalid", () => {
+test("a timestamp that is not a whole number of seconds is refused as invalid", async () => {
   for (const bad of ["soon", "1767225600.5", "-1767225600", "1e9", ""]) {
     const input = withHeader(signed(), "webhook-timestamp", bad);
-    assert.throws(
-      () => standardWebhooks.verify(input),
-      refusedWith(bad === "" ? "SIGNATURE_MISSING" : "SIGNATURE_INVALID"),
-    );
+    await assert.rejects(check(input), refusedWith(bad === "" ? "SIGNATURE_MISSING" : "SIGNATURE_INVALID"));
   }
 });
 
-test("a request missing any one of the three headers is refused as missing a signature", () => {
+test("a request missing any one of the three headers is refused as missing a signature", async () => {
   for (const name of ["webhook-id", "webhook-timestamp", "webhook-signature"]) {
     const input = withHeader(signed(), name, undefined);
-    assert.throws(
-      () => standardWebhooks.verify(input),
+    await assert.rejects(
+      check(input),
       (err) => refusedWith("SIGNATURE_MISSING")(err) && (err as Error).message.includes(name),
     );
   }
 });
 
-test("a signature made with another secret is refused", () => {
+test("a signature made with another secret is refused", async () => {
   const input = signed({ secret: "whsec_b3RoZXIgc2VjcmV0IG9mIHNvbWVvbmUgZWxzZQ==" });
-  assert.throws(() => standardWebhooks.verify(input), refusedWith("SIGNATURE_INVALID"));
+  await assert.rejects(check(input), refusedWith("SIGNATURE_INVALID"));
 });
 
-test("a truncated signature is refused", () => {
+test("a truncated signature is refused", async () => {
   const input = signed();
   const full = input.headers["webhook-signature"] as string;
-  assert.throws(
-    () => standardWebhooks.verify(withHeader(input, "webhook-signature", full.slice(0, -4))),
+  await assert.rejects(
+    check(withHeader(input, "webhook-signature", full.slice(0, -4))),
     refusedWith("SIGNATURE_INVALID"),
   );
 });
 
-test("a header holding several signatures is accepted when one of them is valid", () => {
+test("a header holding several signatures is accepted when one of them is valid", async () => {
   const input = signed();
   const valid = input.headers["webhook-signature"] as string;
   const list = `v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc= v2,whatever ${valid} v1a,AAAA`;
-  assert.equal(standardWebhooks.verify(withHeader(input, "webhook-signature", list)).eventId, ID);
+  assert.equal((await check(withHeader(input, "webhook-signature", list))).eventId, ID);
 });
 
-test("a correct MAC under an unknown version is never accepted", () => {
+test("a correct MAC under an unknown version is never accepted", async () => {
   const input = signed();
   const mac = (input.headers["webhook-signature"] as string).slice(3);
   for (const version of ["v2", "v0", "V1", "v1b"]) {
-    assert.throws(
-      () => standardWebhooks.verify(withHeader(input, "webhook-signature", `${version},${mac}`)),
+    await assert.rejects(
+      check(withHeader(input, "webhook-signature", `${version},${mac}`)),
       refusedWith("SIGNATURE_INVALID"),
     );
   }
 });
 
-test("a message signed with the previous secret is accepted while that secret is still listed", () => {
+test("a message signed with the previous secret is accepted while that secret is still listed", async () => {
   const input = signed({ secret: OLD_SECRET });
-  assert.equal(standardWebhooks.verify({ ...input, secrets: [SECRET, OLD_SECRET] }).eventId, ID);
-  assert.throws(
-    () => standardWebhooks.verify({ ...input, secrets: [SECRET] }),
-    refusedWith("SIGNATURE_INVALID"),
-  );
+  assert.equal((await check({ ...input, secrets: [SECRET, OLD_SECRET] })).eventId, ID);
+  await assert.rejects(check({ ...input, secrets: [SECRET] }), refusedWith("SIGNATURE_INVALID"));
 });
 
-test("a signature made by the standardwebhooks npm package is accepted, and refused once the body is tampered", () => {
+test("a signature made by the standardwebhooks npm package is accepted, and refused once the body is tampered", async () => {
   const timestamp = new Date(NOW_S * 1000);
   const body = '{"type":"job.running","data":{"job_id":"job_7"}}';
   const headers = {
@@ -213,22 +209,18 @@ test("a signature made by the standardwebhooks npm package is accepted, and refu
     "webhook-timestamp": String(NOW_S),
     "webhook-signature": new Webhook(SECRET).sign(ID, timestamp, body),
   };
-  const input: VerifyInput = {
+  const input: Input = {
     headers,
     body: Buffer.from(body),
     secrets: [SECRET],
-    toleranceS: 300,
     nowMs: NOW_S * 1000,
   };
-  assert.deepEqual(standardWebhooks.verify(input), { eventId: ID, timestampS: NOW_S });
+  assert.deepEqual(await check(input), { eventId: ID, timestampS: NOW_S });
   const tampered = Buffer.from(body.replace("job_7", "job_8"));
-  assert.throws(
-    () => standardWebhooks.verify({ ...input, body: tampered }),
-    refusedWith("SIGNATURE_INVALID"),
-  );
+  await assert.rejects(check({ ...input, body: tampered }), refusedWith("SIGNATURE_INVALID"));
 });
 
-test("a signature of the wrong length never throws anything but a LonghaulError", () => {
+test("a signature of the wrong length never throws anything but a LonghaulError", async () => {
   const input = signed();
   const entries = [
     "v1,",
@@ -244,38 +236,44 @@ test("a signature of the wrong length never throws anything but a LonghaulError"
     "v1",
   ];
   for (const entry of entries) {
-    assert.throws(
-      () =>
-        standardWebhooks.verify({
-          ...withHeader(input, "webhook-signature", entry),
-          secrets: [SECRET, `whpk_${vector("v1a").ed25519_public_base64}`],
-        }),
+    await assert.rejects(
+      check({
+        ...withHeader(input, "webhook-signature", entry),
+        secrets: [SECRET, `whpk_${vector("v1a").ed25519_public_base64}`],
+      }),
       refusedWith("SIGNATURE_INVALID"),
     );
   }
 });
 
-test("the raw body bytes are signed, so a body that is not valid UTF-8 still verifies", () => {
+test("the raw body bytes are signed, so a body that is not valid UTF-8 still verifies", async () => {
   const body = Buffer.from([0x7b, 0xff, 0xfe, 0x80, 0x7d]);
   const key = Buffer.from(SECRET.slice("whsec_".length), "base64");
   const mac = createHmac("sha256", key).update(`${ID}.${NOW_S}.`).update(body).digest("base64");
   const input = withHeader(signed({ body }), "webhook-signature", `v1,${mac}`);
-  assert.equal(standardWebhooks.verify(input).eventId, ID);
-  assert.throws(
-    () => standardWebhooks.verify({ ...input, body: Buffer.from(body.toString("utf8")) }),
+  assert.equal((await check(input)).eventId, ID);
+  await assert.rejects(
+    check({ ...input, body: Buffer.from(body.toString("utf8")) }),
     refusedWith("SIGNATURE_INVALID"),
   );
 });
 
-test("a repeated header is read from its first value", () => {
+test("a repeated header is read from its first value", async () => {
   const input = signed();
   const valid = input.headers["webhook-signature"] as string;
-  assert.equal(standardWebhooks.verify(withHeaderArray(input, [valid, "v1,AAAA"])).eventId, ID);
+  assert.equal((await check(withHeaderArray(input, [valid, "v1,AAAA"]))).eventId, ID);
 });
 
-test("a secret that is not base64 is reported as a configuration error", () => {
+test("a source whose secret is unusable is refused when it is built, not on each delivery", () => {
+  for (const secret of ["whsec_not*base64", "whpk_AAAA", "whsk_AAAA", "whsec_"]) {
+    assert.throws(
+      () => standardWebhooks.create({ name: "test", provider: "sim", secrets: [secret] }),
+      refusedWith("CONFIG_INVALID"),
+      secret,
+    );
+  }
   assert.throws(
-    () => standardWebhooks.verify({ ...signed(), secrets: ["whsec_not*base64"] }),
+    () => standardWebhooks.create({ name: "test", provider: "sim", secrets: [] }),
     refusedWith("CONFIG_INVALID"),
   );
 });

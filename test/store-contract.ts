@@ -207,20 +207,17 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
       const { task } = await submit(store, tenantId);
       const adv = await claimOne(store);
       assert.equal(await store.beginAdvance(adv.lease, task.id), true);
-      await store.finishAdvance(adv.lease, task.id, {
-        kind: "suspended",
-        waits: [
-          {
-            kind: "job",
-            stepId: "echo",
-            position: 0,
-            provider: "sim",
-            input: { text: "hi" },
-            timeoutMs: null,
-            pollAfterMs: null,
-          },
-        ],
+      await store.registerWait(adv.lease, task.id, {
+        kind: "job",
+        stepId: "echo",
+        position: 0,
+        provider: "sim",
+        input: { text: "hi" },
+        timeoutMs: null,
+        pollAfterMs: null,
+        cancelOnTimeout: true,
       });
+      await store.finishAdvance(adv.lease, task.id, { kind: "suspended" });
       const disp = await claimOne(store);
       assert.equal(disp.item.kind, "dispatch");
       const jobId = String(disp.item.payload.jobId);
@@ -328,20 +325,17 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
       const { task } = await submit(store, tenant.id);
       const adv = await claimOne(store);
       await store.beginAdvance(adv.lease, task.id);
-      await store.finishAdvance(adv.lease, task.id, {
-        kind: "suspended",
-        waits: [
-          {
-            kind: "job",
-            stepId: "slow",
-            position: 0,
-            provider: "sim",
-            input: null,
-            timeoutMs: 5000,
-            pollAfterMs: null,
-          },
-        ],
+      await store.registerWait(adv.lease, task.id, {
+        kind: "job",
+        stepId: "slow",
+        position: 0,
+        provider: "sim",
+        input: null,
+        timeoutMs: 5000,
+        pollAfterMs: null,
+        cancelOnTimeout: true,
       });
+      await store.finishAdvance(adv.lease, task.id, { kind: "suspended" });
       const disp = await claimOne(store);
       await store.recordJobCreated(disp.lease, String(disp.item.payload.jobId), "ext-slow", "created");
       clock.advance(5000);

@@ -4,12 +4,19 @@ import { pathToFileURL } from "node:url";
 import { LonghaulError } from "../core/errors.ts";
 import type { TaskType } from "../core/task-type.ts";
 import type { SourceConfig } from "../ingress/sources.ts";
+import type { ProviderConfig } from "../providers/from-config.ts";
+import type { TokenKey } from "../tokens/keyring.ts";
 
 /** The configuration file (DESIGN §7): `.ts`, `.js` (default export) or `.json`. */
 export interface LonghaulConfig {
   sources?: Record<string, SourceConfig>;
-  /** Where each provider's API lives, e.g. `{ "sim": { "base_url": "http://127.0.0.1:8788" } }`. */
-  providers?: Record<string, { base_url: string }>;
+  /**
+   * Provider adapters by name, e.g. `{ "sim": { "base_url": "http://127.0.0.1:8788" },
+   * "openai": { "api_key_env": "OPENAI_API_KEY" } }` (see src/providers/from-config.ts).
+   */
+  providers?: Record<string, ProviderConfig>;
+  /** Capability token keys (first signs, all verify) and the default link lifetime. */
+  tokens?: { keys?: TokenKey[]; ttl_s?: number };
   public_url?: string;
   /** A job with no terminal webhook after this long is polled through its provider. Default 60. */
   reconciler?: { poll_after_s?: number };

@@ -5,6 +5,7 @@ import { pino } from "pino";
 import { createLonghaul } from "../app.ts";
 import { demoTaskTypes } from "../demo/index.ts";
 import { hashApiKey, newApiKey } from "../http/auth.ts";
+import { providersFromConfig } from "../providers/from-config.ts";
 import { simProvider } from "../providers/sim/sim-provider.ts";
 import { startSimulator } from "../providers/sim/simulator.ts";
 import { openStore } from "../store/open-store.ts";
@@ -56,7 +57,7 @@ export async function dev(argv: string[]): Promise<void> {
     store,
     logger: log,
     taskTypes: [...demoTaskTypes(dataDir), ...(config.taskTypes ?? [])],
-    providers: [simProvider({ baseUrl: sim.url })],
+    providers: [simProvider({ baseUrl: sim.url }), ...providersFromConfig(config.providers ?? {})],
     sources: {
       sim: { provider: "sim", scheme: "standard-webhooks", secrets: [simSecret] },
       ...config.sources,
@@ -64,6 +65,7 @@ export async function dev(argv: string[]): Promise<void> {
     publicUrl,
     pollAfterMs: 30_000,
     ...engineOptions(config),
+    ...(config.tokens ? { tokens: config.tokens } : {}),
   });
   const url = await app.listen({ port, host: values.host });
   onShutdown(async () => {

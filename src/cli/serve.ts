@@ -1,8 +1,7 @@
 import { parseArgs } from "node:util";
 import { createLonghaul } from "../app.ts";
 import { LonghaulError } from "../core/errors.ts";
-import type { Provider } from "../providers/provider.ts";
-import { simProvider } from "../providers/sim/sim-provider.ts";
+import { providersFromConfig } from "../providers/from-config.ts";
 import { engineOptions, loadConfig } from "./config.ts";
 import { onShutdown } from "./shutdown.ts";
 
@@ -22,18 +21,14 @@ export async function serve(argv: string[]): Promise<void> {
     throw new LonghaulError("CONFIG_INVALID", `--role must be all, api or worker, not "${role}".`);
   }
   const config = await loadConfig(values.config);
-  const providers: Provider[] = [];
-  for (const [name, p] of Object.entries(config.providers ?? {})) {
-    if (name !== "sim")
-      throw new LonghaulError("CONFIG_INVALID", `Unknown provider "${name}" in config; known: sim.`);
-    providers.push(simProvider({ baseUrl: p.base_url }));
-  }
+  const providers = providersFromConfig(config.providers ?? {});
   const app = await createLonghaul({
     taskTypes: config.taskTypes ?? [],
     providers,
     sources: config.sources ?? {},
     role,
     ...engineOptions(config),
+    ...(config.tokens ? { tokens: config.tokens } : {}),
     ...(config.public_url ? { publicUrl: config.public_url } : {}),
   });
   const url = await app.listen({ port: Number(values.port), host: values.host });

@@ -34,10 +34,17 @@ export const errorStatus = {
   TASK_CANCELED: 409,
   SCHEMA_TOO_NEW: 500,
   LEASE_LOST: 409,
+  TOKEN_USED: 409,
+  DECISION_DUPLICATE: 409,
+  WAIT_CANCELED: 410,
   STORE_UNAVAILABLE: 503,
   CONFIG_INVALID: 500,
   INTERNAL: 500,
   JWKS_UNAVAILABLE: 503,
+  TOKEN_MALFORMED: 401,
+  TOKEN_KEY_UNKNOWN: 401,
+  TOKEN_INVALID: 401,
+  TOKEN_EXPIRED: 410,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof errorStatus;

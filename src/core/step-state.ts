@@ -6,7 +6,7 @@
 export const stepStatuses = ["running", "waiting", "succeeded", "failed", "timed_out", "canceled"] as const;
 export type StepStatus = (typeof stepStatuses)[number];
 
-export const stepKinds = ["run", "job"] as const;
+export const stepKinds = ["run", "job", "callback", "approval", "sleep", "wait_event"] as const;
 export type StepKind = (typeof stepKinds)[number];
 
 export function isTerminalStep(s: StepStatus): boolean {

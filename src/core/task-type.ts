@@ -17,6 +17,44 @@ export interface JobOptions {
   timeout?: Duration;
   /** With no terminal webhook by then, the reconciler starts asking the provider (DESIGN §2). */
   pollAfter?: Duration;
+  /** Ask the provider to cancel the job when the step times out. Default true. */
+  cancelOnTimeout?: boolean;
+}
+
+export interface CallbackOptions {
+  /** How long the callback URL lives and the step waits. Default: the deployment's token TTL (48 h). */
+  timeout?: Duration;
+  /** Also demand this webhook source's signature on the callback (e.g. a provider that signs its calls). */
+  verify?: { source: string };
+}
+
+export interface ApprovalOptions {
+  /** Who may decide; each gets their own links. Empty: one anonymous pair of links. */
+  approvers?: string[];
+  /** Approvals needed (n of m). Default 1. */
+  quorum?: number;
+  timeout?: Duration;
+  /** At the deadline: reject, approve, or resume with a default value. Without it the step times out. */
+  onTimeout?: "reject" | "approve" | { default: unknown };
+  title?: string;
+  description?: string;
+  /** Emit a `step.reminder` task event this long after the request, if still undecided. */
+  remindAfter?: Duration;
+  /** Emit a `step.escalated` task event naming `escalateTo` this long after the request. */
+  escalateAfter?: Duration;
+  escalateTo?: string[];
+}
+
+export interface ApprovalResult {
+  approved: boolean;
+  by: string | null;
+  comment: string | null;
+}
+
+export interface WaitForEventOptions {
+  /** Signal name and data fields that must match, e.g. `{ event: "invoice.paid", data: { invoice_id: "inv_1" } }`. */
+  match: { event: string; data?: Record<string, unknown> };
+  timeout?: Duration;
 }
 
 /** The step API a task function receives. Every call is memoized by its `id`. */
@@ -25,6 +63,27 @@ export interface StepApi {
   run<T>(id: string, fn: (ctx: RunContext) => T | Promise<T>): Promise<Awaited<T>>;
   /** Dispatches an external job and suspends until it ends; returns its output or throws its failure. */
   job<T = unknown>(id: string, options: JobOptions): Promise<T>;
+  /**
+   * Mints a signed, expiring callback URL, hands it to `handoff` (which sends it to the
+   * outside service), and suspends until the URL is called; returns the posted JSON.
+   */
+  callback<T = unknown>(
+    id: string,
+    options?: CallbackOptions,
+    handoff?: (url: string) => unknown,
+  ): Promise<T>;
+  /** Suspends until enough approvers decide (links and a page), or the deadline policy applies. */
+  approval(id: string, options?: ApprovalOptions): Promise<ApprovalResult>;
+  /** A durable timer: suspends for `duration`. */
+  sleep(id: string, duration: Duration): Promise<void>;
+  /**
+   * Suspends until a matching signal (`POST /v1/signals`) arrives; one that arrived after the
+   * task was created counts even if it came first. Returns the signal, or null at the timeout.
+   */
+  waitForEvent<T = unknown>(
+    id: string,
+    options: WaitForEventOptions,
+  ): Promise<{ name: string; data: T } | null>;
 }
 
 export interface TaskContext {
@@ -44,6 +103,11 @@ export interface TaskType<I = any, O = any> {
   maxAttempts?: number;
   /** Validates input at submit time; throw to refuse it with 400. */
   validate?: (input: unknown) => void;
+  /**
+   * Check on replay that steps come in the stored order (default true). Off for functions
+   * whose parallel branches legitimately reach new steps in varying order, such as graphs.
+   */
+  strictOrder?: boolean;
 }
 
 /** Declares a task type: `defineTask("report", async (input, step) => …)`. */

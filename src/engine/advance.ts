@@ -30,9 +30,21 @@ export async function advance(d: EngineDeps, item: WorkItem, lease: Lease): Prom
     input: task.input,
     ctx: { taskId, tenantId: task.tenantId, type: task.type, userId: task.userId, traceId: task.traceId },
     history,
-    storeRunOutcome: (o) => d.store.storeRunOutcome(lease, taskId, o),
+    ports: {
+      storeRunOutcome: (o) => d.store.storeRunOutcome(lease, taskId, o),
+      registerWait: (w) =>
+        d.store.registerWait(
+          lease,
+          taskId,
+          w.kind === "job" ? { ...w, pollAfterMs: w.pollAfterMs ?? d.pollAfterMs } : w,
+        ),
+      callbackUrl: (s) => d.urls.callback(task.tenantId, taskId, s),
+      markHandedOff: (stepId) => d.store.markHandedOff(lease, taskId, stepId),
+    },
     maxAttempts: type.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
     advanceAttempt: item.attempts,
+    strictOrder: type.strictOrder ?? true,
+    defaultWaitMs: d.defaultWaitMs,
     ...(d.random ? { random: d.random } : {}),
   });
   if (result.kind === "retry") {
@@ -42,10 +54,6 @@ export async function advance(d: EngineDeps, item: WorkItem, lease: Lease): Prom
       runAt: d.clock.now() + result.delayMs,
       error: result.error,
     });
-  }
-  if (result.kind === "suspended") {
-    const waits = result.waits.map((w) => ({ ...w, pollAfterMs: w.pollAfterMs ?? d.pollAfterMs }));
-    return d.store.finishAdvance(lease, taskId, { kind: "suspended", waits });
   }
   return d.store.finishAdvance(lease, taskId, result);
 }

@@ -3,6 +3,7 @@ import type { Clock } from "../core/clock.ts";
 import type { TaskType } from "../core/task-type.ts";
 import type { Provider } from "../providers/provider.ts";
 import type { Store } from "../store/store.ts";
+import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 import type { Registry } from "./registry.ts";
 
 /** What the work handlers need. Wired once in `src/app.ts`. */
@@ -14,6 +15,9 @@ export interface EngineDeps {
   /** The URL a provider should post this provider's job events to (`<public_url>/hooks/<source>`). */
   webhookUrlFor: (provider: string) => string;
   log: Logger;
+  urls: CapabilityUrls;
+  /** Lifetime of a callback or approval without a timeout of its own (the token TTL). */
+  defaultWaitMs: number;
   /** Default poll-after for jobs whose step does not set one. */
   pollAfterMs: number;
   /** Inbox rows older than this are pruned; it must cover every provider's retry horizon. */

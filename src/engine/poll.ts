@@ -19,8 +19,7 @@ export async function poll(d: EngineDeps, item: WorkItem, lease: Lease): Promise
   const attempt = Number(item.payload.attempt ?? 1);
   const job = await d.store.getJob(jobId);
   const provider = job ? d.providers.find(job.provider) : undefined;
-  if (!job || !job.externalId || isTerminalJob(job.status) || !provider?.status)
-    return d.store.complete(lease);
+  if (!job?.externalId || isTerminalJob(job.status) || !provider?.status) return d.store.complete(lease);
   let snapshot: Awaited<ReturnType<NonNullable<typeof provider.status>>>;
   try {
     snapshot = await provider.status(job.externalId);

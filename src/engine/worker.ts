@@ -9,6 +9,7 @@ import type { EngineDeps } from "./deps.ts";
 import { dispatch } from "./dispatch.ts";
 import { maintenance, maintenanceItem } from "./maintenance.ts";
 import { poll } from "./poll.ts";
+import { reminder } from "./reminder.ts";
 import { timeout } from "./timeout.ts";
 
 type Handler = (d: EngineDeps, item: WorkItem, lease: Lease) => Promise<void>;
@@ -18,6 +19,7 @@ const handlers: Record<WorkKind, Handler> = {
   dispatch,
   apply_event: applyEvent,
   timeout,
+  reminder,
   cancel_job: cancelJob,
   poll,
   maintenance,

@@ -1,15 +1,17 @@
 import { createHash } from "node:crypto";
+import { type Readable, Transform } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import type { Clock } from "../core/clock.ts";
 import { LonghaulError } from "../core/errors.ts";
+import { jsonBody } from "../ingress/scheme.ts";
 import type { Source } from "../ingress/sources.ts";
 import type { Store } from "../store/store.ts";
-
-const MAX_BODY = 16 * 1024 * 1024;
 
 /**
  * `POST /hooks/:source`: verify the raw bytes, record the event and its work item in one
  * transaction, answer. Nothing else happens on this path (DESIGN §2): the worker applies it.
+ * An unknown source (404) and a body over the source's limit (413) are refused before the
+ * body is read; a chunked body is cut off as soon as it grows past the limit.
  */
 export function hooksRoutes(
   app: FastifyInstance,
@@ -17,42 +19,64 @@ export function hooksRoutes(
   sources: Map<string, Source>,
   clock: Clock,
 ): void {
+  const sourceNamed = (name: string): Source => {
+    const source = sources.get(name);
+    if (!source) throw new LonghaulError("SOURCE_NOT_FOUND", `No webhook source "${name}" is configured.`);
+    return source;
+  };
+  // Each source enforces its own limit in preParsing; the parser's is only the largest of them.
+  const largest = Math.max(1, ...[...sources.values()].map((s) => s.bodyLimit));
+
   app.register(async (scope) => {
     // Raw bytes for every content type: verification must see exactly what was signed.
     scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser("*", { parseAs: "buffer", bodyLimit: MAX_BODY }, (_req, body, done) =>
+    scope.addContentTypeParser("*", { parseAs: "buffer", bodyLimit: largest }, (_req, body, done) =>
       done(null, body),
     );
 
+    scope.addHook("preParsing", async (req, _reply, payload) => {
+      const source = sourceNamed((req.params as { source: string }).source);
+      const declared = req.headers["content-length"];
+      if (declared === undefined) return capped(payload, source);
+      if (Number(declared) > source.bodyLimit) throw tooLarge(source);
+      // Node reads no more than Content-Length says, so the declared size is the bound.
+      return payload;
+    });
+
     scope.post<{ Params: { source: string } }>("/hooks/:source", async (req, reply) => {
-      const source = sources.get(req.params.source);
-      if (!source)
-        throw new LonghaulError(
-          "SOURCE_NOT_FOUND",
-          `No webhook source "${req.params.source}" is configured.`,
-        );
+      const source = sourceNamed(req.params.source);
       const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-      if (body.length > source.bodyLimit) {
+      const verified = await source.verifier.verify({ headers: req.headers, body, nowMs: clock.now() });
+      if (!jsonBody(body).ok) {
         throw new LonghaulError(
-          "PAYLOAD_TOO_LARGE",
-          `Source "${source.name}" accepts bodies up to ${source.bodyLimit} bytes.`,
+          "INVALID_JSON",
+          "The signature is valid but the body is not JSON; the sender must post a JSON event.",
         );
-      }
-      const verified = source.scheme.verify({
-        headers: req.headers,
-        body,
-        secrets: source.secrets,
-        toleranceS: source.toleranceS,
-        nowMs: clock.now(),
-      });
-      try {
-        JSON.parse(body.toString("utf8"));
-      } catch {
-        throw new LonghaulError("INVALID_JSON", "The signature is valid but the body is not JSON.");
       }
       const eventId = verified.eventId ?? `sha256:${createHash("sha256").update(body).digest("hex")}`;
       const r = await store.recordEvent({ source: source.name, provider: source.provider, eventId, body });
       return reply.status(200).send({ received: true, duplicate: r.duplicate });
     });
   });
+}
+
+function tooLarge(source: Source): LonghaulError {
+  return new LonghaulError(
+    "PAYLOAD_TOO_LARGE",
+    `Source "${source.name}" accepts bodies up to ${source.bodyLimit} bytes; this one is larger. Raise its body_limit if the sender's events are legitimately this big.`,
+  );
+}
+
+/** The body stream, failing with 413 once more than the source's limit has come. */
+function capped(payload: Readable, source: Source): Readable {
+  let received = 0;
+  return payload.pipe(
+    new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        received += chunk.length;
+        if (received > source.bodyLimit) done(tooLarge(source));
+        else done(null, chunk);
+      },
+    }),
+  );
 }

@@ -1,4 +1,6 @@
-import type { JobRow, StepRow, TaskDetail, TaskRow } from "../store/store.ts";
+import type { ApprovalConfig } from "../core/wait.ts";
+import type { ApprovalDecisionRow, JobRow, StepRow, TaskDetail, TaskRow } from "../store/store.ts";
+import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -19,8 +21,33 @@ export function taskSummary(t: TaskRow) {
   };
 }
 
-function step(s: StepRow, jobs: Map<string, JobRow>) {
+export interface DetailContext {
+  urls: CapabilityUrls;
+  decisions: Map<string, ApprovalDecisionRow[]>;
+}
+
+/** What a waiting step shows its own tenant it waits for (DESIGN §7): links, approvers, match. */
+function waitingFor(t: TaskRow, s: StepRow, ctx: DetailContext): Record<string, unknown> {
+  if (s.status !== "waiting") return {};
+  const ws = { stepId: s.stepId, attempts: s.attempts, deadlineAt: s.deadlineAt };
+  if (s.kind === "callback") return { callback_url: ctx.urls.callback(t.tenantId, t.id, ws) };
+  if (s.kind === "approval") {
+    const config = s.config as ApprovalConfig;
+    const people = config.approvers.length > 0 ? config.approvers : [undefined];
+    const links = people.map((who) => ({
+      approver: who ?? null,
+      approve_url: ctx.urls.approval(t.tenantId, t.id, ws, "approve", who),
+      reject_url: ctx.urls.approval(t.tenantId, t.id, ws, "reject", who),
+    }));
+    return { approval_url: links[0]!.approve_url, approvals: links, quorum: config.quorum };
+  }
+  if (s.kind === "wait_event") return { match: s.config };
+  return {};
+}
+
+function step(t: TaskRow, s: StepRow, jobs: Map<string, JobRow>, ctx: DetailContext) {
   const job = s.jobId ? jobs.get(s.jobId) : undefined;
+  const decisions = ctx.decisions.get(s.stepId);
   return {
     id: s.stepId,
     kind: s.kind,
@@ -29,6 +56,18 @@ function step(s: StepRow, jobs: Map<string, JobRow>) {
     output: s.output,
     error: s.error,
     ...(job ? { provider: job.provider, job_id: job.externalId } : {}),
+    ...waitingFor(t, s, ctx),
+    ...(decisions?.length
+      ? {
+          decisions: decisions.map((x) => ({
+            approver: x.approver,
+            decision: x.decision,
+            comment: x.comment,
+            decided_at: iso(x.decidedAt),
+          })),
+        }
+      : {}),
+    ...(s.lateOutput != null ? { late_result: s.lateOutput } : {}),
     deadline: iso(s.deadlineAt),
     created_at: iso(s.createdAt),
     updated_at: iso(s.updatedAt),
@@ -50,7 +89,11 @@ function job(j: JobRow) {
   };
 }
 
-export function taskDetail(d: TaskDetail) {
+export function taskDetail(d: TaskDetail, ctx: DetailContext) {
   const jobs = new Map(d.jobs.map((j) => [j.id, j]));
-  return { ...taskSummary(d.task), steps: d.steps.map((s) => step(s, jobs)), jobs: d.jobs.map(job) };
+  return {
+    ...taskSummary(d.task),
+    steps: d.steps.map((s) => step(d.task, s, jobs, ctx)),
+    jobs: d.jobs.map(job),
+  };
 }

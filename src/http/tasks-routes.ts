@@ -3,7 +3,8 @@ import { LonghaulError } from "../core/errors.ts";
 import { isTaskStatus } from "../core/task-state.ts";
 import type { TaskType } from "../core/task-type.ts";
 import type { Registry } from "../engine/registry.ts";
-import type { Store } from "../store/store.ts";
+import type { ApprovalDecisionRow, Store } from "../store/store.ts";
+import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 import { taskDetail, taskSummary } from "./serialize.ts";
 
 const MAX_KEY = 255;
@@ -21,7 +22,12 @@ function optionalString(body: Record<string, unknown>, field: string): string | 
 }
 
 /** `/v1/tasks`: submit, read, list, cancel. Every query is scoped by the caller's tenant (DESIGN §3.6). */
-export function tasksRoutes(app: FastifyInstance, store: Store, taskTypes: Registry<TaskType>): void {
+export function tasksRoutes(
+  app: FastifyInstance,
+  store: Store,
+  taskTypes: Registry<TaskType>,
+  urls: CapabilityUrls,
+): void {
   app.post("/v1/tasks", async (req, reply) => {
     const body = req.body;
     if (typeof body !== "object" || body === null || Array.isArray(body)) {
@@ -64,7 +70,11 @@ export function tasksRoutes(app: FastifyInstance, store: Store, taskTypes: Regis
   app.get<{ Params: { id: string } }>("/v1/tasks/:id", async (req) => {
     const d = await store.getTask(req.tenant.id, req.params.id);
     if (!d) throw new LonghaulError("TASK_NOT_FOUND", `No task ${req.params.id} for this API key.`);
-    return taskDetail(d);
+    const decisions = new Map<string, ApprovalDecisionRow[]>();
+    for (const s of d.steps) {
+      if (s.kind === "approval") decisions.set(s.stepId, await store.approvalDecisions(d.task.id, s.stepId));
+    }
+    return taskDetail(d, { urls, decisions });
   });
 
   app.get<{ Querystring: Record<string, string | undefined> }>("/v1/tasks", async (req) => {

@@ -1,15 +1,13 @@
-import { timingSafeEqual } from "node:crypto";
+import { createSecretKey, type KeyObject, timingSafeEqual } from "node:crypto";
+import { LonghaulError } from "../core/errors.ts";
+import type { SourceConfig } from "./sources.ts";
 
-/** What a verification scheme is given: the request as it arrived, before any parse (DESIGN §4.3). */
-export interface VerifyInput {
+/** What a verifier is given: the request as it arrived, before any parse (DESIGN §4.3). */
+export interface VerifyRequest {
   /** Lower-cased header names, as Node gives them. */
   headers: Record<string, string | string[] | undefined>;
   /** The raw body bytes; nothing has parsed them yet. */
   body: Buffer;
-  /** Current and previous secrets of the source, for rotation: any one may match. */
-  secrets: readonly string[];
-  /** How far the signed timestamp may be from now, in seconds, in both directions. */
-  toleranceS: number;
   nowMs: number;
 }
 
@@ -22,13 +20,33 @@ export interface Verified {
 }
 
 /**
- * A webhook verification scheme. `verify` returns only for an authentic request and
- * otherwise throws `LonghaulError` (`SIGNATURE_MISSING`, `SIGNATURE_INVALID`,
- * `TIMESTAMP_OUT_OF_TOLERANCE`, or `CONFIG_INVALID` for an unusable secret).
+ * Checks requests for one source. `verify` returns only for an authentic request and
+ * otherwise throws `LonghaulError`: `SIGNATURE_MISSING`, `SIGNATURE_INVALID` or
+ * `TIMESTAMP_OUT_OF_TOLERANCE` (all 401), or `JWKS_UNAVAILABLE` when the keys to check
+ * with cannot be had right now.
+ */
+export interface Verifier {
+  verify(req: VerifyRequest): Verified | Promise<Verified>;
+}
+
+/** The configuration a scheme builds its verifier from. */
+export type SchemeSource = SourceConfig & { name: string };
+
+/**
+ * A webhook verification scheme. `create` prepares what a source needs once (decoded keys,
+ * a JWKS) and throws `CONFIG_INVALID` for a configuration it cannot use, so a bad secret
+ * stops the process at start rather than refusing every delivery later.
  */
 export interface Scheme {
   readonly name: string;
-  verify(input: VerifyInput): Verified;
+  create(source: SchemeSource): Verifier;
+}
+
+/** How far a signed timestamp may be from now, both ways, unless the source says otherwise. */
+export const DEFAULT_TOLERANCE_S = 300;
+
+export function toleranceOf(source: SchemeSource): number {
+  return source.tolerance_s ?? DEFAULT_TOLERANCE_S;
 }
 
 /**
@@ -44,8 +62,144 @@ export function timingSafeEqualStr(a: string, b: string): boolean {
   return timingSafeEqualBytes(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
 }
 
+/** Whether any candidate equals any expected value, each pair compared in constant time. */
+export function anyEqual(candidates: readonly string[], expected: readonly string[]): boolean {
+  return expected.some((e) => candidates.some((c) => timingSafeEqualStr(c, e)));
+}
+
 /** A header's single value, the first one when it was repeated; `name` must be lower case. */
-export function header(headers: VerifyInput["headers"], name: string): string | undefined {
+export function header(headers: VerifyRequest["headers"], name: string): string | undefined {
   const value = headers[name];
   return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * The values of the named headers, or `SIGNATURE_MISSING` naming every one that is absent or
+ * empty; `hint` tells the operator what a correct sender sets.
+ */
+export function requireHeaders<const N extends readonly string[]>(
+  headers: VerifyRequest["headers"],
+  names: N,
+  scheme: string,
+  hint: string,
+): { [K in keyof N]: string } {
+  const values = names.map((n) => header(headers, n));
+  const missing = names.filter((_, i) => !values[i]);
+  if (missing.length > 0) {
+    throw new LonghaulError(
+      "SIGNATURE_MISSING",
+      `The request has no ${missing.join(", ")} header; ${hint}.`,
+      {
+        details: { scheme, missing },
+      },
+    );
+  }
+  return values as { [K in keyof N]: string };
+}
+
+/**
+ * The source's `secrets`, required and non-empty for the HMAC schemes. Several may be listed
+ * during a rotation: a delivery signed with any one of them is accepted.
+ */
+export function requireSecrets(source: SchemeSource): string[] {
+  const secrets = source.secrets;
+  if (
+    !Array.isArray(secrets) ||
+    secrets.length === 0 ||
+    !secrets.every((s) => typeof s === "string" && s.length > 0)
+  ) {
+    throw new LonghaulError(
+      "CONFIG_INVALID",
+      `Source "${source.name}" (scheme ${source.scheme ?? "standard-webhooks"}) needs at least one non-empty secret in "secrets"; copy it from the sender's webhook settings.`,
+    );
+  }
+  return secrets;
+}
+
+/**
+ * The secrets of a scheme that keys its HMAC with the secret's UTF-8 bytes (Stripe, GitHub,
+ * Slack, goog-hmac), as key objects made once. Whitespace at either end is refused: it is a
+ * copy-paste slip that would make every signature fail.
+ */
+export function utf8SecretKeys(source: SchemeSource): KeyObject[] {
+  return requireSecrets(source).map((secret) => {
+    if (secret.trim() !== secret) {
+      throw new LonghaulError(
+        "CONFIG_INVALID",
+        `A secret of source "${source.name}" starts or ends with whitespace; copy it again without it.`,
+      );
+    }
+    return createSecretKey(Buffer.from(secret, "utf8"));
+  });
+}
+
+/** Parses a signed timestamp: whole seconds since the epoch, digits only. */
+export function parseTimestampS(value: string, headerName: string): number {
+  const seconds = /^\d{1,15}$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(seconds)) {
+    throw new LonghaulError(
+      "SIGNATURE_INVALID",
+      `${headerName} must be a whole number of seconds since the epoch; got ${JSON.stringify(value.slice(0, 40))}.`,
+    );
+  }
+  return seconds;
+}
+
+/** The decimal text a signer puts in a timestamp header; refuses what no verifier would accept. */
+export function timestampText(timestampS: number): string {
+  if (!Number.isSafeInteger(timestampS) || timestampS < 0) {
+    throw new LonghaulError(
+      "VALIDATION_FAILED",
+      `A webhook timestamp is a whole number of seconds; got ${timestampS}.`,
+    );
+  }
+  return String(timestampS);
+}
+
+/** A body given to a signer as text or bytes, as the bytes that are sent. */
+export function bytesOf(body: Buffer | string): Buffer {
+  return typeof body === "string" ? Buffer.from(body, "utf8") : body;
+}
+
+/** Refuses a signed timestamp further than `toleranceS` from now, in either direction. */
+export function checkWindow(timestampS: number, nowMs: number, toleranceS: number, headerName: string): void {
+  const nowS = Math.floor(nowMs / 1000);
+  if (Math.abs(nowS - timestampS) <= toleranceS) return;
+  const direction = timestampS < nowS ? "old" : "far in the future";
+  throw new LonghaulError(
+    "TIMESTAMP_OUT_OF_TOLERANCE",
+    `${headerName} ${timestampS} is ${Math.abs(nowS - timestampS)} s ${direction}, beyond the ${toleranceS} s tolerance; check the sender's clock, or replay the event with a fresh timestamp.`,
+    { details: { timestampS, nowS, toleranceS } },
+  );
+}
+
+/** The outcome of reading a body as JSON: its value, or `ok: false` when it is not JSON. */
+export type JsonBody = { ok: true; value: unknown } | { ok: false };
+
+const parsedBodies = new WeakMap<Buffer, JsonBody>();
+
+/**
+ * The body parsed as UTF-8 JSON, once per body: a scheme that reads the event id from the
+ * body and the route that checks the body is JSON share one parse. Call it only after the
+ * signature is verified (DESIGN §4.3).
+ */
+export function jsonBody(body: Buffer): JsonBody {
+  const known = parsedBodies.get(body);
+  if (known) return known;
+  let parsed: JsonBody;
+  try {
+    parsed = { ok: true, value: JSON.parse(body.toString("utf8")) };
+  } catch {
+    parsed = { ok: false };
+  }
+  parsedBodies.set(body, parsed);
+  return parsed;
+}
+
+/** A non-empty string member of a verified JSON object body, or null. */
+export function bodyField(body: Buffer, field: string): string | null {
+  const parsed = jsonBody(body);
+  if (!parsed.ok || typeof parsed.value !== "object" || parsed.value === null) return null;
+  const value = (parsed.value as Record<string, unknown>)[field];
+  return typeof value === "string" && value.length > 0 ? value : null;
 }

@@ -1,6 +1,28 @@
-import { createHmac, createPrivateKey, createPublicKey, type KeyObject, sign, verify } from "node:crypto";
+import {
+  createHmac,
+  createPrivateKey,
+  createPublicKey,
+  createSecretKey,
+  type KeyObject,
+  sign,
+  verify,
+} from "node:crypto";
 import { LonghaulError } from "../core/errors.ts";
-import { header, type Scheme, timingSafeEqualStr, type Verified, type VerifyInput } from "./scheme.ts";
+import {
+  bytesOf,
+  checkWindow,
+  parseTimestampS,
+  requireHeaders,
+  requireSecrets,
+  type Scheme,
+  type SchemeSource,
+  timestampText,
+  timingSafeEqualStr,
+  toleranceOf,
+  type Verified,
+  type Verifier,
+  type VerifyRequest,
+} from "./scheme.ts";
 
 /**
  * Standard Webhooks (www.standardwebhooks.com), as sent by Svix, OpenAI and the Gemini API.
@@ -14,6 +36,8 @@ import { header, type Scheme, timingSafeEqualStr, type Verified, type VerifyInpu
  * Entries of any other version are skipped, so they can never be what lets a request in.
  */
 
+const NAME = "standard-webhooks";
+const HEADERS = ["webhook-id", "webhook-timestamp", "webhook-signature"] as const;
 const SIGNATURE_MISSING_HINT =
   "a Standard Webhooks sender sets webhook-id, webhook-timestamp and webhook-signature";
 const ED25519_SIGNATURE_BYTES = 64;
@@ -23,74 +47,77 @@ const ED25519_PKCS8_PREFIX = Buffer.from("302e020100300506032b657004220420", "he
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 type Key =
-  | { kind: "hmac"; secret: Buffer }
+  | { kind: "hmac"; secret: KeyObject }
   | { kind: "ed25519-public"; publicKey: KeyObject }
   | { kind: "ed25519-private"; privateKey: KeyObject; publicKey: KeyObject };
 
-export const standardWebhooks: Scheme = {
-  name: "standard-webhooks",
-  verify(input: VerifyInput): Verified {
-    const id = header(input.headers, "webhook-id");
-    const timestamp = header(input.headers, "webhook-timestamp");
-    const signature = header(input.headers, "webhook-signature");
-    if (!id || !timestamp || !signature) {
-      const missing = [
-        id ? null : "webhook-id",
-        timestamp ? null : "webhook-timestamp",
-        signature ? null : "webhook-signature",
-      ].filter((h) => h !== null);
-      throw new LonghaulError(
-        "SIGNATURE_MISSING",
-        `The request has no ${missing.join(", ")} header; ${SIGNATURE_MISSING_HINT}.`,
-        { details: { scheme: "standard-webhooks", missing } },
-      );
-    }
+/** The keys of one source, decoded once: HMAC secrets and ed25519 public keys. */
+function verifierFor(keys: readonly Key[], toleranceS: number): { verify(req: VerifyRequest): Verified } {
+  const hmacKeys = keys.flatMap((k) => (k.kind === "hmac" ? [k.secret] : []));
+  const publicKeys = keys.flatMap((k) => (k.kind === "hmac" ? [] : [k.publicKey]));
+  return {
+    verify(req: VerifyRequest): Verified {
+      const [id, timestamp, signature] = requireHeaders(req.headers, HEADERS, NAME, SIGNATURE_MISSING_HINT);
+      const timestampS = parseTimestampS(timestamp, "webhook-timestamp");
+      checkWindow(timestampS, req.nowMs, toleranceS, "webhook-timestamp");
 
-    const timestampS = parseTimestamp(timestamp);
-    checkWindow(timestampS, input.nowMs, input.toleranceS);
-    if (input.secrets.length === 0) {
-      throw new LonghaulError(
-        "CONFIG_INVALID",
-        "This source has no secrets, so no Standard Webhooks signature can match; configure at least one.",
-      );
-    }
+      const entries = parseSignatureHeader(signature);
+      const hmacs = entries.filter((e) => e.version === "v1").map((e) => e.value);
+      const ed25519 = entries
+        .filter((e) => e.version === "v1a")
+        .map((e) => Buffer.from(e.value, "base64"))
+        .filter((s) => s.length === ED25519_SIGNATURE_BYTES);
+      if (hmacs.length === 0 && ed25519.length === 0) {
+        throw new LonghaulError(
+          "SIGNATURE_INVALID",
+          "webhook-signature holds no well-formed v1 or v1a entry; other versions are not accepted. Have the sender sign with v1 (HMAC) or v1a (ed25519).",
+        );
+      }
 
-    const entries = parseSignatureHeader(signature);
-    const hmacs = entries.filter((e) => e.version === "v1").map((e) => e.value);
-    const ed25519 = entries.filter((e) => e.version === "v1a").map((e) => Buffer.from(e.value, "base64"));
-    if (hmacs.length === 0 && ed25519.length === 0) {
-      throw new LonghaulError(
-        "SIGNATURE_INVALID",
-        "webhook-signature holds no v1 or v1a entry; other versions are not accepted. Have the sender sign with v1 (HMAC) or v1a (ed25519).",
-      );
-    }
-
-    const prefix = Buffer.from(`${id}.${timestamp}.`, "utf8");
-    for (const secret of input.secrets) {
-      const key = keyOf(secret);
-      if (key.kind === "hmac") {
-        if (hmacs.length === 0) continue;
-        const expected = createHmac("sha256", key.secret).update(prefix).update(input.body).digest("base64");
-        if (hmacs.some((candidate) => timingSafeEqualStr(candidate, expected)))
-          return { eventId: id, timestampS };
-      } else {
-        if (ed25519.length === 0) continue;
-        const content = Buffer.concat([prefix, input.body]);
-        for (const candidate of ed25519) {
-          if (
-            candidate.length === ED25519_SIGNATURE_BYTES &&
-            verify(null, content, key.publicKey, candidate)
-          ) {
+      const prefix = Buffer.from(`${id}.${timestamp}.`, "utf8");
+      if (hmacs.length > 0) {
+        for (const key of hmacKeys) {
+          const expected = createHmac("sha256", key).update(prefix).update(req.body).digest("base64");
+          if (hmacs.some((candidate) => timingSafeEqualStr(candidate, expected)))
             return { eventId: id, timestampS };
-          }
         }
       }
+      if (ed25519.length > 0 && publicKeys.length > 0) {
+        const content = Buffer.concat([prefix, req.body]);
+        for (const key of publicKeys) {
+          if (ed25519.some((candidate) => verify(null, content, key, candidate)))
+            return { eventId: id, timestampS };
+        }
+      }
+      throw new LonghaulError(
+        "SIGNATURE_INVALID",
+        "No signature in webhook-signature matches a secret of this source. Check that the source holds the sender's current secret; after a rotation keep the previous one listed until the sender switches.",
+        { details: { scheme: NAME, eventId: id } },
+      );
+    },
+  };
+}
+
+/**
+ * The Standard Webhooks scheme. Besides `create`, `verify` checks one delivery against
+ * secrets given with it (a receiver of longhaul's own outbound webhooks, a test); it decodes
+ * the secrets on every call, so a source uses `create`.
+ */
+export const standardWebhooks: Scheme & {
+  verify(req: VerifyRequest & { secrets: readonly string[]; toleranceS: number }): Verified;
+} = {
+  name: NAME,
+  create(source: SchemeSource): Verifier {
+    return verifierFor(requireSecrets(source).map(decodeKey), toleranceOf(source));
+  },
+  verify(req) {
+    if (req.secrets.length === 0) {
+      throw new LonghaulError(
+        "CONFIG_INVALID",
+        "No secrets were given, so no Standard Webhooks signature can match; pass at least one.",
+      );
     }
-    throw new LonghaulError(
-      "SIGNATURE_INVALID",
-      "No signature in webhook-signature matches a secret of this source. Check that the source holds the sender's current secret; after a rotation keep the previous one listed until the sender switches.",
-      { details: { scheme: "standard-webhooks", eventId: id } },
-    );
+    return verifierFor(req.secrets.map(decodeKey), req.toleranceS).verify(req);
   },
 };
 
@@ -105,15 +132,9 @@ export function signStandardWebhook(message: {
   body: Buffer | string;
   secret: string;
 }): string {
-  if (!Number.isSafeInteger(message.timestampS) || message.timestampS < 0) {
-    throw new LonghaulError(
-      "VALIDATION_FAILED",
-      `A webhook timestamp is a whole number of seconds; got ${message.timestampS}.`,
-    );
-  }
-  const body = typeof message.body === "string" ? Buffer.from(message.body, "utf8") : message.body;
-  const prefix = Buffer.from(`${message.id}.${message.timestampS}.`, "utf8");
-  const key = keyOf(message.secret);
+  const body = bytesOf(message.body);
+  const prefix = Buffer.from(`${message.id}.${timestampText(message.timestampS)}.`, "utf8");
+  const key = decodeKey(message.secret);
   switch (key.kind) {
     case "hmac":
       return `v1,${createHmac("sha256", key.secret).update(prefix).update(body).digest("base64")}`;
@@ -127,28 +148,6 @@ export function signStandardWebhook(message: {
   }
 }
 
-function parseTimestamp(value: string): number {
-  const seconds = /^\d{1,15}$/.test(value) ? Number(value) : Number.NaN;
-  if (!Number.isSafeInteger(seconds)) {
-    throw new LonghaulError(
-      "SIGNATURE_INVALID",
-      `webhook-timestamp must be a whole number of seconds since the epoch; got ${JSON.stringify(value.slice(0, 40))}.`,
-    );
-  }
-  return seconds;
-}
-
-function checkWindow(timestampS: number, nowMs: number, toleranceS: number): void {
-  const nowS = Math.floor(nowMs / 1000);
-  if (Math.abs(nowS - timestampS) <= toleranceS) return;
-  const direction = timestampS < nowS ? "old" : "far in the future";
-  throw new LonghaulError(
-    "TIMESTAMP_OUT_OF_TOLERANCE",
-    `webhook-timestamp ${timestampS} is ${Math.abs(nowS - timestampS)} s ${direction}, beyond the ${toleranceS} s tolerance; check the sender's clock, or replay the event with a fresh timestamp.`,
-    { details: { timestampS, nowS, toleranceS } },
-  );
-}
-
 function parseSignatureHeader(value: string): { version: string; value: string }[] {
   const entries: { version: string; value: string }[] = [];
   for (const part of value.split(" ")) {
@@ -157,23 +156,6 @@ function parseSignatureHeader(value: string): { version: string; value: string }
     entries.push({ version: part.slice(0, comma), value: part.slice(comma + 1) });
   }
   return entries;
-}
-
-/**
- * Decoded keys by secret string, so the hot path neither base64-decodes nor builds key
- * objects per request. A source holds a handful of secrets; the bound only stops a
- * misconfigured caller from growing it without end.
- */
-const keyCache = new Map<string, Key>();
-const KEY_CACHE_LIMIT = 256;
-
-function keyOf(secret: string): Key {
-  const cached = keyCache.get(secret);
-  if (cached) return cached;
-  const key = decodeKey(secret);
-  if (keyCache.size >= KEY_CACHE_LIMIT) keyCache.clear();
-  keyCache.set(secret, key);
-  return key;
 }
 
 function decodeKey(secret: string): Key {
@@ -210,7 +192,7 @@ function decodeKey(secret: string): Key {
       "A Standard Webhooks secret is empty; configure the whsec_ secret.",
     );
   }
-  return { kind: "hmac", secret: raw };
+  return { kind: "hmac", secret: createSecretKey(raw) };
 }
 
 function decodeBase64(text: string, what: string): Buffer {

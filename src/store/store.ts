@@ -1,8 +1,9 @@
 import type { ErrorInfo } from "../core/errors.ts";
 import type { JobStatus } from "../core/job-state.ts";
-import type { RunOutcome, StoredStep, WaitRequest } from "../core/replay.ts";
+import type { RunOutcome, StoredStep } from "../core/replay.ts";
 import type { StepKind, StepStatus } from "../core/step-state.ts";
 import type { TaskStatus } from "../core/task-state.ts";
+import type { WaitRequest } from "../core/wait.ts";
 import type { JobUsage, ProviderEvent } from "../providers/provider.ts";
 
 /**
@@ -46,6 +47,13 @@ export interface Store {
   beginAdvance(lease: Lease, taskId: string): Promise<boolean>;
   /** Stores one `step.run` outcome. */
   storeRunOutcome(lease: Lease, taskId: string, outcome: RunOutcome): Promise<void>;
+  /**
+   * Stores a new wait step with its deadline timer, and what it needs: a job and its
+   * dispatch, reminder timers, a signal subscription (satisfied at once by a signal that
+   * came first, DESIGN §3.5). Returns the stored step.
+   */
+  registerWait(lease: Lease, taskId: string, wait: WaitRequest): Promise<StoredStep>;
+  markHandedOff(lease: Lease, taskId: string, stepId: string): Promise<void>;
   /** Records the result of one advance and completes its work item, in one transaction. */
   finishAdvance(lease: Lease, taskId: string, result: AdvanceResult): Promise<void>;
 
@@ -93,6 +101,34 @@ export interface Store {
   }>;
   /** Queues an inbox event to be applied again; its effect stays exactly-once (DESIGN §3.2). EVENT_NOT_FOUND. */
   replayInboxEvent(id: string): Promise<InboxEventRow>;
+
+  /** A step's row and its task's status, for the holder of a capability token (already verified). */
+  stepForToken(
+    tenantId: string,
+    taskId: string,
+    stepId: string,
+  ): Promise<{ task: TaskRow; step: StepRow } | null>;
+  /**
+   * Ends a callback step with the posted result if it still waits with `attempt`. Every
+   * call is recorded in the inbox (source `callback`), refused ones too (DESIGN §3.3).
+   */
+  completeCallback(c: CallbackDelivery): Promise<WaitAnswer>;
+  /** Records one approver's decision; ends the step when the quorum is reached or lost. */
+  decideApproval(d: ApprovalDecisionInput): Promise<WaitAnswer>;
+  approvalDecisions(taskId: string, stepId: string): Promise<ApprovalDecisionRow[]>;
+  /** Stores a signal and ends every wait it matches. The same `clientId` again is a duplicate. */
+  recordSignal(s: { tenantId: string; name: string; data: unknown; clientId: string | null }): Promise<{
+    id: string;
+    duplicate: boolean;
+    matched: number;
+  }>;
+  /** A reminder or escalation timer of an approval: emits its task event if the step still waits. */
+  fireReminder(
+    lease: Lease,
+    taskId: string,
+    stepId: string,
+    type: "reminder" | "escalation",
+  ): Promise<boolean>;
 
   /** At a wait's deadline: times the step out if it is still waiting, and advances the task. */
   fireTimeout(lease: Lease, taskId: string, stepId: string): Promise<boolean>;
@@ -173,6 +209,10 @@ export interface StepRow {
   attempts: number;
   deadlineAt: number | null;
   jobId: string | null;
+  /** The wait's settings: callback verify source, approval config, signal match. */
+  config: unknown;
+  handedOff: boolean;
+  lateOutput: unknown;
   createdAt: number;
   updatedAt: number;
 }
@@ -210,8 +250,44 @@ export interface TaskQuery {
 export type AdvanceResult =
   | { kind: "succeeded"; output: unknown }
   | { kind: "failed"; error: ErrorInfo }
-  | { kind: "suspended"; waits: WaitRequest[] }
+  | { kind: "timed_out"; error: ErrorInfo }
+  | { kind: "suspended" }
   | { kind: "retry"; runAt: number; error: ErrorInfo };
+
+/** What a callback or approval answered: accepted, or why not (mapped to 409/410 by the API). */
+export type WaitAnswer =
+  | "accepted"
+  | "already_used"
+  | "expired"
+  | "canceled"
+  | "not_found"
+  | "duplicate_decision";
+
+export interface CallbackDelivery {
+  tenantId: string;
+  taskId: string;
+  stepId: string;
+  attempt: number;
+  output: unknown;
+  body: Buffer;
+}
+
+export interface ApprovalDecisionInput {
+  tenantId: string;
+  taskId: string;
+  stepId: string;
+  attempt: number;
+  approver: string | null;
+  decision: "approve" | "reject";
+  comment: string | null;
+}
+
+export interface ApprovalDecisionRow {
+  approver: string;
+  decision: "approve" | "reject";
+  comment: string | null;
+  decidedAt: number;
+}
 
 export type InboxStatus = "received" | "applied" | "ignored" | "unmatched" | "invalid";
 
@@ -242,6 +318,7 @@ export type WorkKind =
   | "dispatch"
   | "apply_event"
   | "timeout"
+  | "reminder"
   | "cancel_job"
   | "poll"
   | "maintenance";

@@ -24,6 +24,7 @@ import {
   toJob,
   toStep,
 } from "./task-ops.ts";
+import { endWait } from "./wait-ops.ts";
 
 export function loadForAdvance(c: Ctx, taskId: string): { task: TaskRow; history: StoredStep[] } | null {
   const task = taskRow(c, taskId);
@@ -75,7 +76,6 @@ export function finishAdvance(c: Ctx, lease: Lease, taskId: string, r: AdvanceRe
   const task = taskRow(c, taskId);
   complete(c, lease);
   if (!task || isTerminalTask(task.status)) return;
-  const now = c.clock.now();
   switch (r.kind) {
     case "succeeded":
       setTaskStatus(c, task, "succeeded", { output: r.output });
@@ -86,57 +86,10 @@ export function finishAdvance(c: Ctx, lease: Lease, taskId: string, r: AdvanceRe
     case "retry":
       enqueue(c, [advanceItem(task.tenantId, taskId, r.runAt)]);
       return;
+    case "timed_out":
+      setTaskStatus(c, task, "timed_out", { error: r.error });
+      return;
     case "suspended":
-      for (const w of r.waits) {
-        const jobId = c.ids.next("j");
-        const deadline = w.timeoutMs === null ? null : now + w.timeoutMs;
-        c.sql.run(
-          `INSERT INTO steps (task_id, step_id, position, kind, status, attempts, deadline_at, job_id, created_at, updated_at)
-           VALUES (?, ?, ?, 'job', 'waiting', 0, ?, ?, ?, ?)`,
-          taskId,
-          w.stepId,
-          w.position,
-          deadline,
-          jobId,
-          now,
-          now,
-        );
-        c.sql.run(
-          `INSERT INTO jobs (id, tenant_id, task_id, step_id, provider, status, input, idempotency_key, poll_after_ms,
-             created_at, updated_at)
-           VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)`,
-          jobId,
-          task.tenantId,
-          taskId,
-          w.stepId,
-          w.provider,
-          json(w.input),
-          `${taskId}:${w.stepId}`,
-          w.pollAfterMs,
-          now,
-          now,
-        );
-        enqueue(c, [
-          { kind: "dispatch", tenantId: task.tenantId, payload: { jobId }, dedupeKey: `dispatch:${jobId}` },
-        ]);
-        if (deadline !== null) {
-          enqueue(c, [
-            {
-              kind: "timeout",
-              tenantId: task.tenantId,
-              payload: { taskId, stepId: w.stepId },
-              runAt: deadline,
-              dedupeKey: `timeout:${taskId}:${w.stepId}`,
-            },
-          ]);
-        }
-        emit(c, task.tenantId, taskId, "step.waiting", {
-          step_id: w.stepId,
-          kind: "job",
-          job_id: jobId,
-          provider: w.provider,
-        });
-      }
       setTaskStatus(c, task, "waiting");
       return;
   }
@@ -225,22 +178,14 @@ function endJobStep(
     now,
     j.id,
   );
-  const changed = c.sql.run(
-    `UPDATE steps SET status = ?, output = ?, error = ?, updated_at = ? WHERE task_id = ? AND step_id = ? AND status = 'waiting'`,
-    stepStatus,
-    stepStatus === "succeeded" ? json(fields.output) : null,
-    stepStatus === "succeeded" ? null : json(fields.error),
-    now,
-    j.taskId,
-    j.stepId,
-  ).changes;
   // The job has ended: its reconciler poll has nothing left to ask.
   c.sql.run("DELETE FROM work_items WHERE dedupe_key = ? AND status = 'pending'", `poll:${j.id}`);
-  if (changed === 0) return;
-  const data: Record<string, unknown> = { step_id: j.stepId, kind: "job", job_id: j.id };
-  if (fields.error) data.error = fields.error;
-  emit(c, j.tenantId, j.taskId, `step.${stepStatus}`, data);
-  enqueue(c, [advanceItem(j.tenantId, j.taskId)]);
+  const task = taskRow(c, j.taskId);
+  if (!task) return;
+  endWait(c, task, j.stepId, stepStatus, {
+    ...(stepStatus === "succeeded" ? { output: fields.output } : {}),
+    ...(fields.error ? { error: fields.error } : {}),
+  });
 }
 
 export function failJob(c: Ctx, lease: Lease, jobId: string, error: ErrorInfo): void {
@@ -415,6 +360,26 @@ export function applyJobEvent(
   }
   const j = toJob(r);
   const to = nextJobStatus(j.status, ev.type);
+  if (j.status === "timed_out" && (ev.type === "job.succeeded" || ev.type === "job.failed")) {
+    // DESIGN §4.4: a result after the deadline is kept for people to see, never applied.
+    c.sql.run(
+      "UPDATE steps SET late_output = ? WHERE task_id = ? AND step_id = ?",
+      json({
+        type: ev.type,
+        output: ev.output ?? null,
+        error: ev.error ?? null,
+        received_at: new Date(c.clock.now()).toISOString(),
+      }),
+      j.taskId,
+      j.stepId,
+    );
+    markInbox(c, inboxId, "ignored", {
+      type: ev.type,
+      jobExternalId: ev.jobId,
+      note: "late result: the step had timed out",
+    });
+    return "ignored";
+  }
   if (to === null) {
     // DESIGN §3.3: recorded, never applied backwards.
     markInbox(c, inboxId, "ignored", {
@@ -444,25 +409,4 @@ export function rejectInboxEvent(c: Ctx, lease: Lease, inboxId: string, note: st
   assertLease(c, lease);
   complete(c, lease);
   markInbox(c, inboxId, "invalid", { note });
-}
-
-export function fireTimeout(c: Ctx, lease: Lease, taskId: string, stepId: string): boolean {
-  assertLease(c, lease);
-  complete(c, lease);
-  const s = c.sql.get<StepDbRow>("SELECT * FROM steps WHERE task_id = ? AND step_id = ?", taskId, stepId);
-  if (s?.status !== "waiting") return false;
-  const j = s.job_id ? job(c, s.job_id) : null;
-  const error: ErrorInfo = {
-    code: "JOB_TIMED_OUT",
-    message: `Step "${stepId}" waited past its deadline; a result that arrives later is recorded but not applied.`,
-  };
-  if (j) {
-    endJobStep(c, j, isTerminalJob(j.status) ? j.status : "timed_out", "timed_out", { error });
-    if (!isTerminalJob(j.status)) {
-      enqueue(c, [
-        { kind: "cancel_job", tenantId: j.tenantId, payload: { jobId: j.id }, dedupeKey: `cancel:${j.id}` },
-      ]);
-    }
-  }
-  return true;
 }

@@ -37,6 +37,7 @@ export const defaultMaxAttempts: Record<WorkKind, number> = {
   dispatch: 12,
   apply_event: 20,
   timeout: 20,
+  reminder: 20,
   cancel_job: 8,
   poll: 20,
   maintenance: 5,

@@ -7,9 +7,12 @@ import type { ErrorInfo } from "../../core/errors.ts";
 import { type IdGenerator, ulidGenerator } from "../../core/ids.ts";
 import type { JobStatus } from "../../core/job-state.ts";
 import type { RunOutcome } from "../../core/replay.ts";
+import type { WaitRequest } from "../../core/wait.ts";
 import type { ProviderEvent } from "../../providers/provider.ts";
 import type {
   AdvanceResult,
+  ApprovalDecisionInput,
+  CallbackDelivery,
   InboxStatus,
   Lease,
   NewInboxEvent,
@@ -25,6 +28,7 @@ import { GroupCommit } from "./group-commit.ts";
 import { migrate } from "./migrate.ts";
 import * as queue from "./queue-ops.ts";
 import * as tasks from "./task-ops.ts";
+import * as waits from "./wait-ops.ts";
 
 export interface SqliteStoreOptions {
   /** A file path, or `:memory:` for throwaway tests. */
@@ -184,7 +188,31 @@ export class SqliteStore implements Store {
     return this.write((c) => engine.replayInboxEvent(c, id), "work");
   }
   fireTimeout(lease: Lease, taskId: string, stepId: string) {
-    return this.write((c) => engine.fireTimeout(c, lease, taskId, stepId), "work");
+    return this.write((c) => waits.fireTimeout(c, lease, taskId, stepId), "work");
+  }
+  registerWait(lease: Lease, taskId: string, wait: WaitRequest) {
+    return this.write((c) => waits.registerWait(c, lease, taskId, wait), "work");
+  }
+  markHandedOff(lease: Lease, taskId: string, stepId: string) {
+    return this.write((c) => waits.markHandedOff(c, lease, taskId, stepId));
+  }
+  async stepForToken(tenantId: string, taskId: string, stepId: string) {
+    return waits.stepForToken(this.c, tenantId, taskId, stepId);
+  }
+  completeCallback(d: CallbackDelivery) {
+    return this.write((c) => waits.completeCallback(c, d), "work");
+  }
+  decideApproval(d: ApprovalDecisionInput) {
+    return this.write((c) => waits.decideApproval(c, d), "work");
+  }
+  async approvalDecisions(taskId: string, stepId: string) {
+    return waits.approvalDecisions(this.c, taskId, stepId);
+  }
+  recordSignal(s: { tenantId: string; name: string; data: unknown; clientId: string | null }) {
+    return this.write((c) => waits.recordSignal(c, s), "work");
+  }
+  fireReminder(lease: Lease, taskId: string, stepId: string, type: "reminder" | "escalation") {
+    return this.write((c) => waits.fireReminder(c, lease, taskId, stepId, type));
   }
 
   enqueue(items: NewWorkItem[]) {

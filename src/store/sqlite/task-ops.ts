@@ -48,6 +48,9 @@ export interface StepDbRow {
   attempts: number;
   deadline_at: number | null;
   job_id: string | null;
+  config: string | null;
+  handed_off: number;
+  late_output: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -62,6 +65,9 @@ export const toStep = (r: StepDbRow): StepRow => ({
   attempts: r.attempts,
   deadlineAt: r.deadline_at,
   jobId: r.job_id,
+  config: parseJson(r.config),
+  handedOff: r.handed_off === 1,
+  lateOutput: parseJson(r.late_output),
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });

@@ -1,0 +1,164 @@
+import { type Duration, toMs } from "../core/duration.ts";
+import { LonghaulError } from "../core/errors.ts";
+import type { NodeKind } from "./graph-spec.ts";
+
+/** A job node's `with`. `provider` defaults to `"sim"`, `input` to `{}`. */
+export interface JobWith {
+  provider?: string;
+  input?: unknown;
+  timeout?: Duration;
+  pollAfter?: Duration;
+}
+
+export interface CallbackWith {
+  timeout?: Duration;
+}
+
+export interface ApprovalWith {
+  approvers?: string[];
+  quorum?: number;
+  timeout?: Duration;
+  onTimeout?: "reject" | "approve" | { default: unknown };
+  title?: string;
+  description?: string;
+}
+
+export interface SleepWith {
+  duration: Duration;
+}
+
+/** A node's `with` after templates are resolved and its fields checked for its kind. */
+export type NodeCall =
+  | { kind: "job"; with: JobWith }
+  | { kind: "callback"; with: CallbackWith }
+  | { kind: "approval"; with: ApprovalWith }
+  | { kind: "sleep"; with: SleepWith };
+
+/** The fields each kind accepts in `with`; anything else is refused so a typo cannot pass silently. */
+export const withFields: Readonly<Record<NodeKind, readonly string[]>> = {
+  job: ["provider", "input", "timeout", "pollAfter"],
+  callback: ["timeout"],
+  approval: ["approvers", "quorum", "timeout", "onTimeout", "title", "description"],
+  sleep: ["duration"],
+};
+
+const DURATION_HINT = 'use milliseconds or a string such as "30s", "5m", "2h" or "3d"';
+
+function show(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+/**
+ * Checks `with` for `kind` at submit time. A string holding `{{ … }}` in a typed field (a
+ * duration, the quorum, …) cannot be judged yet; it is checked again once resolved.
+ */
+export function checkWith(kind: NodeKind, w: Record<string, unknown>, node: string): void {
+  check(kind, w, `Node "${node}"`, true);
+}
+
+/** Checks a resolved `with` for `kind` and returns it typed; throws VALIDATION_FAILED naming the field. */
+export function toNodeCall(kind: NodeKind, w: Record<string, unknown>, node: string): NodeCall {
+  return check(kind, w, `Node "${node}" (after resolving its templates)`, false);
+}
+
+function check(kind: NodeKind, w: Record<string, unknown>, who: string, templates: boolean): NodeCall {
+  const fail = (key: string, problem: string): never => {
+    throw new LonghaulError("VALIDATION_FAILED", `${who}: with.${key} ${problem}.`);
+  };
+  const allowed = withFields[kind];
+  for (const key of Object.keys(w)) {
+    if (!allowed.includes(key)) {
+      fail(key, `is not a field of a ${kind} node; its fields are ${allowed.join(", ")}`);
+    }
+  }
+  /** The field's value, or undefined when absent or still a template to resolve at run time. */
+  const get = (key: string): unknown => {
+    const v = w[key];
+    return templates && typeof v === "string" && v.includes("{{") ? undefined : v;
+  };
+  const duration = (key: string): void => {
+    const v = get(key);
+    if (v === undefined) return;
+    const ok = (typeof v === "number" || typeof v === "string") && isDuration(v as Duration);
+    if (!ok) fail(key, `is ${show(v)}, which is not a duration; ${DURATION_HINT}`);
+  };
+  const text = (key: string, nonEmpty: boolean): void => {
+    const v = get(key);
+    if (v === undefined) return;
+    if (typeof v !== "string" || (nonEmpty && v.length === 0)) {
+      fail(key, `is ${show(v)}; it must be a ${nonEmpty ? "non-empty " : ""}string`);
+    }
+  };
+
+  switch (kind) {
+    case "job":
+      text("provider", true);
+      duration("timeout");
+      duration("pollAfter");
+      break;
+    case "callback":
+      duration("timeout");
+      break;
+    case "sleep":
+      if (w.duration === undefined) fail("duration", `is missing; a sleep node needs it (${DURATION_HINT})`);
+      duration("duration");
+      break;
+    case "approval": {
+      duration("timeout");
+      text("title", false);
+      text("description", false);
+      const approvers = get("approvers");
+      if (
+        approvers !== undefined &&
+        (!Array.isArray(approvers) || !approvers.every((a) => typeof a === "string" && a.length > 0))
+      ) {
+        fail("approvers", `is ${show(approvers)}; it must be a list of non-empty strings`);
+      }
+      const quorum = get("quorum");
+      if (quorum !== undefined) {
+        if (typeof quorum !== "number" || !Number.isInteger(quorum) || quorum < 1) {
+          fail("quorum", `is ${show(quorum)}; it must be a whole number of at least 1`);
+        }
+        if (Array.isArray(approvers) && approvers.length > 0 && (quorum as number) > approvers.length) {
+          fail("quorum", `is ${show(quorum)} but only ${approvers.length} approvers are listed`);
+        }
+      }
+      const onTimeout = get("onTimeout");
+      if (
+        onTimeout !== undefined &&
+        onTimeout !== "reject" &&
+        onTimeout !== "approve" &&
+        !isDefaultPolicy(onTimeout)
+      ) {
+        fail("onTimeout", `is ${show(onTimeout)}; it must be "reject", "approve" or {"default": <value>}`);
+      }
+      break;
+    }
+  }
+  return { kind, with: withoutUndefined(w) } as NodeCall;
+}
+
+function isDuration(v: Duration): boolean {
+  try {
+    toMs(v);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function isDefaultPolicy(v: unknown): boolean {
+  return (
+    typeof v === "object" &&
+    v !== null &&
+    !Array.isArray(v) &&
+    Object.keys(v).length === 1 &&
+    Object.hasOwn(v, "default")
+  );
+}
+
+// A whole-value template that resolved to a missing path leaves `undefined`: treat it as absent.
+function withoutUndefined(w: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(w).filter(([, v]) => v !== undefined));
+}

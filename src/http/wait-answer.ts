@@ -1,0 +1,24 @@
+import { LonghaulError } from "../core/errors.ts";
+import type { WaitAnswer } from "../store/store.ts";
+
+/** Turns a refused callback or decision into its error (409 used, 410 expired or canceled). */
+export function refuseWait(answer: Exclude<WaitAnswer, "accepted">, stepId: string): never {
+  switch (answer) {
+    case "already_used":
+      throw new LonghaulError(
+        "TOKEN_USED",
+        `Step "${stepId}" is no longer waiting: this link was already used.`,
+      );
+    case "duplicate_decision":
+      throw new LonghaulError("DECISION_DUPLICATE", `This approver has already decided on step "${stepId}".`);
+    case "expired":
+      throw new LonghaulError(
+        "TOKEN_EXPIRED",
+        `Step "${stepId}" passed its deadline; the call was kept as a late result but resumes nothing.`,
+      );
+    case "canceled":
+      throw new LonghaulError("WAIT_CANCELED", "The task was canceled, so this link no longer works.");
+    case "not_found":
+      throw new LonghaulError("TASK_NOT_FOUND", "The task of this link no longer exists.");
+  }
+}

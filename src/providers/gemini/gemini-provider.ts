@@ -1,0 +1,173 @@
+import { LonghaulError } from "../../core/errors.ts";
+import { isObject, jsonClient } from "../http/json-client.ts";
+import {
+  type CreatedJob,
+  type CreateJobRequest,
+  type JobSnapshot,
+  type JobUsage,
+  type Provider,
+  ProviderError,
+  type ProviderEvent,
+} from "../provider.ts";
+import { parseGeminiEvent } from "./gemini-events.ts";
+import { interactionSnapshot, isInteraction, namePath, operationSnapshot } from "./gemini-resources.ts";
+
+export interface GeminiProviderOptions {
+  /** The provider's name in the engine; default `gemini`. */
+  name?: string;
+  /** Default `https://generativelanguage.googleapis.com/v1beta`. */
+  baseUrl?: string;
+  apiKey: string;
+  fetchImpl?: typeof fetch;
+  /** Per request; default 30 s. */
+  timeoutMs?: number;
+}
+
+/**
+ * The `Provider` for the Gemini API's asynchronous work, chosen by `input.kind`:
+ * - `"batch"`: `POST /models/{model}:batchGenerateContent`; the job is `batches/…`.
+ * - `"long_running"`: `POST /models/{model}:{method}` (default `predictLongRunning`, e.g.
+ *   video generation); the job is the returned operation name.
+ * - anything else: a background interaction, `POST /interactions` with `background: true`;
+ *   the job is `interactions/{id}`.
+ * Each request carries a per-request webhook config naming `webhookUrl`, so its events come
+ * back to the source of this provider, and the engine's key as `Idempotency-Key`.
+ */
+export function geminiProvider(options: GeminiProviderOptions): Provider {
+  const name = options.name ?? "gemini";
+  if (typeof options.apiKey !== "string" || options.apiKey === "") {
+    throw new LonghaulError("CONFIG_INVALID", `Provider "${name}" needs a Gemini API key (apiKey).`);
+  }
+  const request = jsonClient({
+    name,
+    baseUrl: options.baseUrl ?? "https://generativelanguage.googleapis.com/v1beta",
+    headers: { "x-goog-api-key": options.apiKey },
+    ...(options.fetchImpl ? { fetchImpl: options.fetchImpl } : {}),
+    timeoutMs: options.timeoutMs ?? 30_000,
+  });
+
+  function resourcePath(jobId: string, what: string): string {
+    const path = namePath(jobId);
+    if (path === null) {
+      throw new ProviderError(`${name}: could not ${what}: "${jobId}" is not a resource name.`, {
+        retriable: false,
+      });
+    }
+    return path;
+  }
+
+  async function snapshot(jobId: string, what: string): Promise<JobSnapshot> {
+    const { body } = await request(what, "GET", resourcePath(jobId, what));
+    const fail = (why: string): never => {
+      throw new ProviderError(`${name}: could not ${what}: ${why}.`, { retriable: false });
+    };
+    return isInteraction(jobId)
+      ? interactionSnapshot(jobId, body, fail)
+      : operationSnapshot(jobId, body, fail);
+  }
+
+  return {
+    name,
+
+    async create(req: CreateJobRequest): Promise<CreatedJob> {
+      const what = `create the job of step ${req.stepId} of task ${req.taskId}`;
+      const refuse = (why: string): never => {
+        throw new ProviderError(`${name}: could not ${what}: ${why}.`, { retriable: false });
+      };
+      if (!isObject(req.input)) return refuse("the step's input must be a JSON object");
+      const { kind, ...input } = req.input;
+      const webhook_config = {
+        uris: [req.webhookUrl],
+        user_metadata: { longhaul_task: req.taskId, longhaul_step: req.stepId },
+      };
+      const modelPath = () => {
+        const model = typeof input.model === "string" ? input.model.replace(/^models\//, "") : "";
+        return model === ""
+          ? refuse(`a ${String(kind)} job needs model`)
+          : `/models/${encodeURIComponent(model)}`;
+      };
+
+      let path: string;
+      let body: Record<string, unknown>;
+      if (kind === "batch") {
+        const { model: _model, requests, file_name, input_config, ...batch } = input;
+        const source =
+          input_config ??
+          (Array.isArray(requests)
+            ? {
+                requests: {
+                  requests: requests.map((r) => (isObject(r) && "request" in r ? r : { request: r })),
+                },
+              }
+            : typeof file_name === "string"
+              ? { file_name }
+              : refuse("a batch needs requests, file_name or input_config"));
+        path = `${modelPath()}:batchGenerateContent`;
+        body = {
+          batch: {
+            display_name: `longhaul ${req.idempotencyKey}`,
+            ...batch,
+            input_config: source,
+            webhook_config,
+          },
+        };
+      } else if (kind === "long_running") {
+        const { model: _model, method = "predictLongRunning", ...rest } = input;
+        if (typeof method !== "string" || !/^[A-Za-z]+$/.test(method))
+          return refuse("method must be a method name");
+        path = `${modelPath()}:${method}`;
+        body = { ...rest, webhook_config };
+      } else {
+        path = "/interactions";
+        body = { ...input, background: true, webhook_config };
+      }
+
+      const { status, body: answer } = await request(what, "POST", path, {
+        body,
+        headers: { "idempotency-key": req.idempotencyKey },
+      });
+      const ref = !isObject(answer) ? undefined : path === "/interactions" ? answer.id : answer.name;
+      if (typeof ref !== "string" || ref === "") {
+        throw new ProviderError(`${name}: could not ${what}: HTTP ${status} carried no resource name.`, {
+          retriable: false,
+          status,
+        });
+      }
+      const jobId = path === "/interactions" && !ref.includes("/") ? `interactions/${ref}` : ref;
+      return { jobId, status: "created" };
+    },
+
+    parseEvent(body: unknown): ProviderEvent {
+      return parseGeminiEvent(body);
+    },
+
+    status(jobId: string): Promise<JobSnapshot> {
+      return snapshot(jobId, `read the status of ${jobId}`);
+    },
+
+    async fetchResult(jobId: string): Promise<{ output: unknown; usage?: JobUsage | undefined }> {
+      const what = `fetch the result of ${jobId}`;
+      const s = await snapshot(jobId, what);
+      if (s.status === "succeeded") return { output: s.output ?? null, usage: s.usage };
+      const running = s.status === "running" || s.status === "created";
+      throw new ProviderError(
+        `${name}: could not ${what}: it is ${s.status}${s.error ? ` (${s.error.message})` : ""}` +
+          `${running ? "; ask again later" : ", so there is no result"}.`,
+        { retriable: running },
+      );
+    },
+
+    async cancel(jobId: string): Promise<void> {
+      const what = `cancel ${jobId}`;
+      const path = resourcePath(jobId, what);
+      try {
+        // Interactions cancel at a sub-resource; operations (batches included) by a custom method.
+        await request(what, "POST", isInteraction(jobId) ? `${path}/cancel` : `${path}:cancel`);
+      } catch (err) {
+        // 409: the job had already ended, so there is nothing left to cancel.
+        if (err instanceof ProviderError && err.status === 409) return;
+        throw err;
+      }
+    },
+  };
+}

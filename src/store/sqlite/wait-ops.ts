@@ -1,0 +1,405 @@
+import type { ErrorInfo } from "../../core/errors.ts";
+import { isTerminalJob } from "../../core/job-state.ts";
+import type { StoredStep } from "../../core/replay.ts";
+import { isTerminalTask } from "../../core/task-state.ts";
+import {
+  type ApprovalConfig,
+  approvalOnTimeout,
+  approvalOutcome,
+  type EventMatch,
+  signalMatches,
+  type WaitRequest,
+} from "../../core/wait.ts";
+import type {
+  ApprovalDecisionInput,
+  ApprovalDecisionRow,
+  CallbackDelivery,
+  Lease,
+  StepRow,
+  TaskRow,
+  WaitAnswer,
+} from "../store.ts";
+import { type Ctx, json, parseJson } from "./db.ts";
+import { assertLease, complete, enqueue } from "./queue-ops.ts";
+import { advanceItem, emit, type StepDbRow, taskRow, toStep } from "./task-ops.ts";
+
+function stepRow(c: Ctx, taskId: string, stepId: string): StepRow | null {
+  const r = c.sql.get<StepDbRow>("SELECT * FROM steps WHERE task_id = ? AND step_id = ?", taskId, stepId);
+  return r ? toStep(r) : null;
+}
+
+const timer = (
+  kind: "timeout" | "reminder",
+  tenantId: string,
+  taskId: string,
+  stepId: string,
+  runAt: number,
+  type?: string,
+) => ({
+  kind,
+  tenantId,
+  payload: { taskId, stepId, ...(type ? { type } : {}) },
+  runAt,
+  dedupeKey: `${kind}:${taskId}:${stepId}${type ? `:${type}` : ""}`,
+});
+
+export function registerWait(c: Ctx, lease: Lease, taskId: string, w: WaitRequest): StoredStep {
+  assertLease(c, lease);
+  const task = taskRow(c, taskId)!;
+  const now = c.clock.now();
+  const deadline = w.timeoutMs === null ? null : now + w.timeoutMs;
+  let jobId: string | null = null;
+  let config: unknown = null;
+  const event: Record<string, unknown> = { step_id: w.stepId, kind: w.kind };
+  if (deadline !== null) event.deadline = new Date(deadline).toISOString();
+  switch (w.kind) {
+    case "job":
+      jobId = c.ids.next("j");
+      c.sql.run(
+        `INSERT INTO jobs (id, tenant_id, task_id, step_id, provider, status, input, idempotency_key, poll_after_ms,
+           cancel_on_timeout, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?)`,
+        jobId,
+        task.tenantId,
+        taskId,
+        w.stepId,
+        w.provider,
+        json(w.input),
+        `${taskId}:${w.stepId}`,
+        w.pollAfterMs,
+        w.cancelOnTimeout ? 1 : 0,
+        now,
+        now,
+      );
+      enqueue(c, [
+        { kind: "dispatch", tenantId: task.tenantId, payload: { jobId }, dedupeKey: `dispatch:${jobId}` },
+      ]);
+      Object.assign(event, { job_id: jobId, provider: w.provider });
+      break;
+    case "callback":
+      config = { verify_source: w.verifySource };
+      break;
+    case "approval":
+      config = w.approval;
+      if (w.approval.remindAfterMs !== null) {
+        enqueue(c, [
+          timer("reminder", task.tenantId, taskId, w.stepId, now + w.approval.remindAfterMs, "reminder"),
+        ]);
+      }
+      if (w.approval.escalateAfterMs !== null) {
+        enqueue(c, [
+          timer("reminder", task.tenantId, taskId, w.stepId, now + w.approval.escalateAfterMs, "escalation"),
+        ]);
+      }
+      Object.assign(event, {
+        approvers: w.approval.approvers,
+        quorum: w.approval.quorum,
+        title: w.approval.title,
+      });
+      break;
+    case "wait_event":
+      config = w.match;
+      c.sql.run(
+        "INSERT INTO event_waits (task_id, step_id, tenant_id, name, match) VALUES (?, ?, ?, ?, ?)",
+        taskId,
+        w.stepId,
+        task.tenantId,
+        w.match.event,
+        json(w.match),
+      );
+      event.event = w.match.event;
+      break;
+    case "sleep":
+      break;
+  }
+  c.sql.run(
+    `INSERT INTO steps (task_id, step_id, position, kind, status, attempts, deadline_at, job_id, config, created_at, updated_at)
+     VALUES (?, ?, ?, ?, 'waiting', 1, ?, ?, ?, ?, ?)`,
+    taskId,
+    w.stepId,
+    w.position,
+    w.kind,
+    deadline,
+    jobId,
+    config === null ? null : json(config),
+    now,
+    now,
+  );
+  if (deadline !== null) enqueue(c, [timer("timeout", task.tenantId, taskId, w.stepId, deadline)]);
+  emit(c, task.tenantId, taskId, "step.waiting", event);
+  if (w.kind === "wait_event") {
+    // DESIGN §3.5: a signal that came after the task was created, but before this wait, counts.
+    const earlier = c.sql.all<{ id: string; name: string; data: string }>(
+      "SELECT id, name, data FROM signals WHERE tenant_id = ? AND name = ? AND received_at >= ? ORDER BY received_at, id",
+      task.tenantId,
+      w.match.event,
+      task.createdAt,
+    );
+    const hit = earlier.find((s) => signalMatches(w.match, s.name, parseJson(s.data)));
+    if (hit) endWait(c, task, w.stepId, "succeeded", { output: signalOutput(hit) });
+  }
+  return stepRow(c, taskId, w.stepId)!;
+}
+
+const signalOutput = (s: { id: string; name: string; data: string }) => ({
+  id: s.id,
+  name: s.name,
+  data: parseJson(s.data),
+});
+
+export function markHandedOff(c: Ctx, lease: Lease, taskId: string, stepId: string): void {
+  assertLease(c, lease);
+  c.sql.run("UPDATE steps SET handed_off = 1 WHERE task_id = ? AND step_id = ?", taskId, stepId);
+}
+
+/**
+ * Ends a waiting step (`changes === 0` when it was not waiting), clears its timers and
+ * signal subscription, emits `step.<status>`, and queues the task's advance.
+ */
+export function endWait(
+  c: Ctx,
+  task: TaskRow,
+  stepId: string,
+  status: "succeeded" | "failed" | "timed_out",
+  fields: { output?: unknown; error?: ErrorInfo },
+): boolean {
+  const now = c.clock.now();
+  const changed = c.sql.run(
+    `UPDATE steps SET status = ?, output = ?, error = ?, updated_at = ? WHERE task_id = ? AND step_id = ? AND status = 'waiting'`,
+    status,
+    status === "succeeded" ? json(fields.output) : null,
+    fields.error ? json(fields.error) : null,
+    now,
+    task.id,
+    stepId,
+  ).changes;
+  if (changed === 0) return false;
+  c.sql.run("DELETE FROM event_waits WHERE task_id = ? AND step_id = ?", task.id, stepId);
+  c.sql.run(
+    "DELETE FROM work_items WHERE status = 'pending' AND (dedupe_key = ? OR dedupe_key LIKE ?)",
+    `timeout:${task.id}:${stepId}`,
+    `reminder:${task.id}:${stepId}:%`,
+  );
+  const data: Record<string, unknown> = { step_id: stepId };
+  if (fields.error) data.error = fields.error;
+  emit(c, task.tenantId, task.id, `step.${status}`, data);
+  if (!isTerminalTask(task.status)) enqueue(c, [advanceItem(task.tenantId, task.id)]);
+  return true;
+}
+
+export function stepForToken(c: Ctx, tenantId: string, taskId: string, stepId: string) {
+  const task = taskRow(c, taskId);
+  if (!task || task.tenantId !== tenantId) return null;
+  const step = stepRow(c, taskId, stepId);
+  return step ? { task, step } : null;
+}
+
+/** Why a wait cannot take an answer now, or null if it can. */
+function refusal(
+  task: TaskRow | null,
+  step: StepRow | null,
+  attempt: number,
+  nowMs: number,
+): WaitAnswer | null {
+  if (!task || !step) return "not_found";
+  if (task.status === "canceled") return "canceled";
+  if (step.status === "timed_out" || step.status === "canceled") return "expired";
+  if (step.status !== "waiting" || step.attempts !== attempt) return "already_used";
+  if (step.deadlineAt !== null && nowMs > step.deadlineAt) return "expired";
+  return null;
+}
+
+export function completeCallback(c: Ctx, d: CallbackDelivery): WaitAnswer {
+  const now = c.clock.now();
+  const found = stepForToken(c, d.tenantId, d.taskId, d.stepId);
+  const why = refusal(found?.task ?? null, found?.step ?? null, d.attempt, now);
+  const inbox = (status: string, note: string | null) =>
+    c.sql.run(
+      `INSERT INTO inbox_events (id, source, provider, event_id, body, status, type, note, received_at, updated_at)
+       VALUES (?, 'callback', 'callback', ?, ?, ?, 'callback', ?, ?, ?)`,
+      c.ids.next("evt"),
+      `${d.taskId}:${d.stepId}:${d.attempt}:${c.ids.next("cb")}`,
+      d.body,
+      status,
+      note,
+      now,
+      now,
+    );
+  if (why) {
+    if (why === "expired" && found) {
+      // DESIGN §4.4: kept as a late result, visible but not applied.
+      c.sql.run(
+        "UPDATE steps SET late_output = ? WHERE task_id = ? AND step_id = ?",
+        json({ output: d.output, received_at: new Date(now).toISOString() }),
+        d.taskId,
+        d.stepId,
+      );
+    }
+    inbox("ignored", `refused: ${why}`);
+    return why;
+  }
+  endWait(c, found!.task, d.stepId, "succeeded", { output: d.output });
+  inbox("applied", null);
+  return "accepted";
+}
+
+export function approvalDecisions(c: Ctx, taskId: string, stepId: string): ApprovalDecisionRow[] {
+  return c.sql
+    .all<{ approver: string; decision: "approve" | "reject"; comment: string | null; decided_at: number }>(
+      "SELECT approver, decision, comment, decided_at FROM approval_decisions WHERE task_id = ? AND step_id = ? ORDER BY decided_at, approver",
+      taskId,
+      stepId,
+    )
+    .map((r) => ({
+      approver: r.approver,
+      decision: r.decision,
+      comment: r.comment,
+      decidedAt: r.decided_at,
+    }));
+}
+
+export function decideApproval(c: Ctx, d: ApprovalDecisionInput): WaitAnswer {
+  const now = c.clock.now();
+  const found = stepForToken(c, d.tenantId, d.taskId, d.stepId);
+  const why = refusal(found?.task ?? null, found?.step ?? null, d.attempt, now);
+  if (why) return why;
+  const { task, step } = found!;
+  const approver = d.approver ?? "anonymous";
+  const inserted = c.sql.run(
+    `INSERT INTO approval_decisions (task_id, step_id, approver, decision, comment, decided_at)
+     VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+    d.taskId,
+    d.stepId,
+    approver,
+    d.decision,
+    d.comment,
+    now,
+  ).changes;
+  if (inserted === 0) return "duplicate_decision";
+  emit(c, task.tenantId, task.id, "step.decided", {
+    step_id: d.stepId,
+    approver,
+    decision: d.decision,
+    comment: d.comment,
+  });
+  const decisions = approvalDecisions(c, d.taskId, d.stepId);
+  const outcome = approvalOutcome(step.config as ApprovalConfig, decisions);
+  if (outcome) {
+    endWait(c, task, d.stepId, "succeeded", {
+      output: {
+        ...outcome,
+        decisions: decisions.map((x) => ({ ...x, decidedAt: new Date(x.decidedAt).toISOString() })),
+      },
+    });
+  }
+  return "accepted";
+}
+
+export function recordSignal(
+  c: Ctx,
+  s: { tenantId: string; name: string; data: unknown; clientId: string | null },
+): { id: string; duplicate: boolean; matched: number } {
+  if (s.clientId !== null) {
+    const existing = c.sql.get<{ id: string }>(
+      "SELECT id FROM signals WHERE tenant_id = ? AND client_id = ?",
+      s.tenantId,
+      s.clientId,
+    );
+    if (existing) return { id: existing.id, duplicate: true, matched: 0 };
+  }
+  const id = c.ids.next("sig");
+  const row = { id, name: s.name, data: json(s.data) };
+  c.sql.run(
+    "INSERT INTO signals (id, tenant_id, name, data, client_id, received_at) VALUES (?, ?, ?, ?, ?, ?)",
+    id,
+    s.tenantId,
+    s.name,
+    row.data,
+    s.clientId,
+    c.clock.now(),
+  );
+  let matched = 0;
+  const waits = c.sql.all<{ task_id: string; step_id: string; match: string }>(
+    "SELECT task_id, step_id, match FROM event_waits WHERE tenant_id = ? AND name = ?",
+    s.tenantId,
+    s.name,
+  );
+  for (const w of waits) {
+    if (!signalMatches(parseJson<EventMatch>(w.match), s.name, s.data)) continue;
+    const task = taskRow(c, w.task_id);
+    if (task && endWait(c, task, w.step_id, "succeeded", { output: signalOutput(row) })) matched++;
+  }
+  return { id, duplicate: false, matched };
+}
+
+export function fireReminder(
+  c: Ctx,
+  lease: Lease,
+  taskId: string,
+  stepId: string,
+  type: "reminder" | "escalation",
+): boolean {
+  assertLease(c, lease);
+  complete(c, lease);
+  const task = taskRow(c, taskId);
+  const step = stepRow(c, taskId, stepId);
+  if (!task || !step || step.status !== "waiting" || isTerminalTask(task.status)) return false;
+  const config = step.config as ApprovalConfig;
+  const data: Record<string, unknown> = { step_id: stepId, approvers: config.approvers, title: config.title };
+  if (type === "escalation") data.escalate_to = config.escalateTo;
+  emit(c, task.tenantId, taskId, type === "reminder" ? "step.reminder" : "step.escalated", data);
+  return true;
+}
+
+/** At a wait's deadline: each kind's timeout policy (DESIGN §4.4). */
+export function fireTimeout(c: Ctx, lease: Lease, taskId: string, stepId: string): boolean {
+  assertLease(c, lease);
+  complete(c, lease);
+  const task = taskRow(c, taskId);
+  const step = stepRow(c, taskId, stepId);
+  if (!task || !step || step.status !== "waiting") return false;
+  const timedOut = (code: string, message: string) =>
+    endWait(c, task, stepId, "timed_out", { error: { code, message } });
+  switch (step.kind) {
+    case "sleep":
+      return endWait(c, task, stepId, "succeeded", { output: null });
+    case "wait_event":
+      return endWait(c, task, stepId, "succeeded", { output: null });
+    case "approval": {
+      const policy = approvalOnTimeout((step.config as ApprovalConfig).onTimeout);
+      if (policy) return endWait(c, task, stepId, "succeeded", { output: policy.output });
+      return timedOut("STEP_TIMED_OUT", `Approval "${stepId}" had no decision before its deadline.`);
+    }
+    case "callback":
+      return timedOut(
+        "STEP_TIMED_OUT",
+        `Callback "${stepId}" was not called before its deadline; a later call is kept as a late result.`,
+      );
+    case "job": {
+      const job = c.sql.get<{ id: string; status: string; cancel_on_timeout: number }>(
+        "SELECT id, status, cancel_on_timeout FROM jobs WHERE id = ?",
+        step.jobId,
+      );
+      if (job && !isTerminalJob(job.status as never)) {
+        c.sql.run("UPDATE jobs SET status = 'timed_out', updated_at = ? WHERE id = ?", c.clock.now(), job.id);
+        c.sql.run("DELETE FROM work_items WHERE dedupe_key = ? AND status = 'pending'", `poll:${job.id}`);
+        if (job.cancel_on_timeout === 1) {
+          enqueue(c, [
+            {
+              kind: "cancel_job",
+              tenantId: task.tenantId,
+              payload: { jobId: job.id },
+              dedupeKey: `cancel:${job.id}`,
+            },
+          ]);
+        }
+      }
+      return timedOut(
+        "JOB_TIMED_OUT",
+        `Step "${stepId}" waited past its deadline; a result that arrives later is recorded but not applied.`,
+      );
+    }
+    default:
+      return false;
+  }
+}

@@ -1,0 +1,60 @@
+import type { Keyring } from "./keyring.ts";
+import { mintToken } from "./token.ts";
+
+/** What a capability URL is minted from: a stored wait step. Its deadline is the token's expiry. */
+export interface WaitingStep {
+  stepId: string;
+  attempts: number;
+  deadlineAt: number | null;
+}
+
+/**
+ * Mints the URLs handed out for waits. Tokens are a pure function of the step and the key,
+ * so the same stored step always yields the same URL: replay hands out the link it handed
+ * out before, and the task view can show it without storing it.
+ */
+export class CapabilityUrls {
+  constructor(
+    private readonly keyring: Keyring,
+    private readonly baseUrl: () => string,
+    private readonly defaultLifetimeMs: number,
+    /**
+     * Links outlive their step's deadline by this much, only so that a late call is
+     * recognized and kept as a late result (DESIGN §4.4); past the deadline they never
+     * resume anything, and the API answers 410.
+     */
+    private readonly lateGraceMs = 24 * 3_600_000,
+  ) {}
+
+  private token(
+    tenantId: string,
+    taskId: string,
+    step: WaitingStep,
+    purpose: "callback" | "approve" | "reject",
+    approver?: string,
+  ): string {
+    return mintToken(this.keyring, {
+      tenantId,
+      taskId,
+      stepId: step.stepId,
+      attempt: step.attempts,
+      purpose,
+      expiresAt: (step.deadlineAt ?? Date.now() + this.defaultLifetimeMs) + this.lateGraceMs,
+      ...(approver ? { approver } : {}),
+    });
+  }
+
+  callback(tenantId: string, taskId: string, step: WaitingStep): string {
+    return `${this.baseUrl()}/v1/callbacks/${this.token(tenantId, taskId, step, "callback")}`;
+  }
+
+  approval(
+    tenantId: string,
+    taskId: string,
+    step: WaitingStep,
+    purpose: "approve" | "reject",
+    approver?: string,
+  ): string {
+    return `${this.baseUrl()}/v1/approvals/${this.token(tenantId, taskId, step, purpose, approver)}`;
+  }
+}

@@ -1,0 +1,203 @@
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { signStandardWebhook } from "../src/ingress/standard-webhooks.ts";
+import { type IngressStack, rawRequest, startIngressStack } from "./ingress-stack.ts";
+import { SIM_SECRET, type Stack, startStack } from "./stack.ts";
+
+const nowS = () => Math.floor(Date.now() / 1000);
+
+async function post(url: string, headers: Record<string, string>, body: string | Buffer) {
+  const res = await fetch(url, {
+    method: "POST",
+    headers,
+    body: typeof body === "string" ? body : new Uint8Array(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null };
+}
+
+describe("webhook ingress over HTTP, on the whole stack", () => {
+  let stack: Stack;
+  before(async () => {
+    stack = await startStack();
+  });
+  after(() => stack.close());
+
+  const signed = (id: string, body: string, at = nowS(), secret = SIM_SECRET) => ({
+    "content-type": "application/json",
+    "webhook-id": id,
+    "webhook-timestamp": String(at),
+    "webhook-signature": signStandardWebhook({ id, timestampS: at, body, secret }),
+  });
+  const rows = (eventId: string) =>
+    (
+      stack.store.db.prepare("SELECT count(*) AS n FROM inbox_events WHERE event_id = ?").get(eventId) as {
+        n: number;
+      }
+    ).n;
+  const hook = (source = "sim") => `${stack.url}/hooks/${source}`;
+  const body = (id: string) => JSON.stringify({ id, type: "job.running", data: { job_id: "job_none" } });
+
+  test("an unknown source is 404", async () => {
+    const r = await post(hook("nope"), signed("evt_404", body("evt_404")), body("evt_404"));
+    assert.equal(r.status, 404);
+    assert.equal(r.body.error.code, "SOURCE_NOT_FOUND");
+  });
+
+  test("a missing, forged or stale signature is 401 with its own code, and records nothing", async () => {
+    const b = body("evt_401");
+    const cases: [Record<string, string>, string][] = [
+      [{ "content-type": "application/json" }, "SIGNATURE_MISSING"],
+      [signed("evt_401", b, nowS(), "whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"), "SIGNATURE_INVALID"],
+      [signed("evt_401", b, nowS() - 3600), "TIMESTAMP_OUT_OF_TOLERANCE"],
+      [{ ...signed("evt_401", b), "webhook-timestamp": "tomorrow" }, "SIGNATURE_INVALID"],
+    ];
+    for (const [headers, code] of cases) {
+      const r = await post(hook(), headers, b);
+      assert.equal(r.status, 401, code);
+      assert.equal(r.body.error.code, code);
+    }
+    assert.equal(rows("evt_401"), 0);
+  });
+
+  test("a valid signature on a body that is not JSON is 400 and records nothing", async () => {
+    const r = await post(hook(), signed("evt_400", "this is not json"), "this is not json");
+    assert.equal(r.status, 400);
+    assert.equal(r.body.error.code, "INVALID_JSON");
+    assert.equal(rows("evt_400"), 0);
+  });
+
+  test("a duplicate delivery is answered 200 duplicate and kept once", async () => {
+    const b = body("evt_dup");
+    const headers = signed("evt_dup", b);
+    assert.deepEqual((await post(hook(), headers, b)).body, { received: true, duplicate: false });
+    const again = await post(hook(), headers, b);
+    assert.equal(again.status, 200);
+    assert.deepEqual(again.body, { received: true, duplicate: true });
+    assert.equal(rows("evt_dup"), 1);
+  });
+
+  test("a Content-Length over the source's limit is 413 before any of the body is sent", async () => {
+    const head = `POST /hooks/sim HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${2 * 1024 * 1024}`;
+    assert.equal(await rawRequest(stack.url, head), 413);
+  });
+
+  test("an unknown source is refused before its body is sent", async () => {
+    const head =
+      "POST /hooks/nope HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100";
+    assert.equal(await rawRequest(stack.url, head), 404);
+  });
+
+  test("a chunked body that grows past the limit is 413 before it ends", async () => {
+    const head =
+      "POST /hooks/sim HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked";
+    const piece = Buffer.alloc(64 * 1024, "a");
+    const chunk = Buffer.concat([
+      Buffer.from(`${piece.length.toString(16)}\r\n`),
+      piece,
+      Buffer.from("\r\n"),
+    ]);
+    // 17 chunks of 64 KiB pass the 1 MiB limit; the terminating chunk is never sent.
+    assert.equal(await rawRequest(stack.url, head, Array(17).fill(chunk)), 413);
+  });
+});
+
+describe("webhook ingress over HTTP, every scheme", () => {
+  let stack: IngressStack;
+  before(async () => {
+    stack = await startIngressStack({
+      tinyLimit: 1024,
+      extra: {
+        "jwt-down": {
+          provider: "sim",
+          scheme: "jwt",
+          jwks_url: "http://127.0.0.1:9/jwks",
+          issuer: "https://sender.example",
+          audience: "https://hooks.example/hooks/jwt",
+        },
+      },
+    });
+  });
+  after(() => stack.close());
+
+  const send = async (source: string, body: Buffer, sign = source) =>
+    post(
+      `${stack.url}/hooks/${source}`,
+      { "content-type": "application/json", ...(await stack.senders[sign]!(body, nowS())) },
+      body,
+    );
+  const eventIds = (source: string) =>
+    (
+      stack.store.db.prepare("SELECT event_id FROM inbox_events WHERE source = ?").all(source) as {
+        event_id: string;
+      }[]
+    ).map((r) => r.event_id);
+
+  test("each scheme records a signed delivery once, under the event id it carries", async () => {
+    const body = Buffer.from('{"id":"evt_42","event_id":"Ev42","type":"job.running","data":{"job_id":"j"}}');
+    for (const scheme of ["standard-webhooks", "stripe", "github", "goog-hmac", "slack", "jwt"]) {
+      assert.deepEqual((await send(scheme, body)).body, { received: true, duplicate: false }, scheme);
+      assert.deepEqual((await send(scheme, body)).body, { received: true, duplicate: true }, scheme);
+      assert.equal(stack.inboxCount(scheme), 1, scheme);
+    }
+    assert.match(eventIds("standard-webhooks")[0]!, /^msg_/);
+    assert.deepEqual(eventIds("stripe"), ["evt_42"]);
+    assert.deepEqual(eventIds("goog-hmac"), ["evt_42"]);
+    assert.deepEqual(eventIds("slack"), ["Ev42"]);
+    assert.match(eventIds("github")[0]!, /^[0-9a-f]{40}$/);
+    assert.match(
+      eventIds("jwt")[0]!,
+      /^sha256:[0-9a-f]{64}$/,
+      "a token without jti falls back to the body hash",
+    );
+  });
+
+  test("a request signed for one scheme is refused by every other", async () => {
+    const body = Buffer.from('{"id":"evt_cross"}');
+    const before = stack.inboxCount();
+    for (const signer of ["stripe", "github", "goog-hmac", "slack", "jwt"]) {
+      for (const source of ["standard-webhooks", "stripe", "github", "goog-hmac", "slack", "jwt"]) {
+        if (signer === source) continue;
+        assert.equal((await send(source, body, signer)).status, 401, `${signer} → ${source}`);
+      }
+    }
+    assert.equal(stack.inboxCount(), before);
+  });
+
+  test("a body exactly at the limit is accepted; one byte over is 413, declared or chunked", async () => {
+    const exact = Buffer.from(JSON.stringify({ pad: "x".repeat(1024 - 10) }));
+    assert.equal(exact.length, 1024);
+    assert.equal((await send("tiny", exact)).status, 200);
+    const over = Buffer.from(JSON.stringify({ pad: "x".repeat(1024 - 9) }));
+    assert.equal((await send("tiny", over)).status, 413);
+    const head =
+      "POST /hooks/tiny HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked";
+    const chunk = (n: number) => `${n.toString(16)}\r\n${"a".repeat(n)}\r\n`;
+    assert.equal(await rawRequest(stack.url, head, [chunk(1000), chunk(25)]), 413);
+    assert.equal(stack.inboxCount("tiny"), 1);
+  });
+
+  test("headers no client should send never cause a 5xx", async () => {
+    const head = (extra: string) =>
+      `POST /hooks/stripe HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n${extra}`;
+    const cases: [string, number][] = [
+      ["Stripe-Signature: t=\xff\xfe,v1=\x80\x81", 401],
+      [`Stripe-Signature: t=${nowS()},v1=${"é".repeat(64)}`, 401],
+      [`Stripe-Signature: ${"t=1,".repeat(2000)}`, 401],
+      [`X-Filler: ${"a".repeat(20_000)}`, 431],
+    ];
+    for (const [extra, status] of cases) {
+      assert.equal(await rawRequest(stack.url, head(extra), ["{}"]), status, extra.slice(0, 40));
+    }
+    const jwtHead =
+      "POST /hooks/jwt HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nAuthorization: Bearer \xff.\xfe.\x80";
+    assert.equal(await rawRequest(stack.url, jwtHead, ["{}"]), 401);
+  });
+
+  test("a JWKS that cannot be reached is 503, so the sender retries, and records nothing", async () => {
+    const r = await send("jwt-down", Buffer.from('{"id":"e"}'), "jwt");
+    assert.equal(r.status, 503);
+    assert.equal(r.body.error.code, "JWKS_UNAVAILABLE");
+    assert.equal(stack.inboxCount("jwt-down"), 0);
+  });
+});

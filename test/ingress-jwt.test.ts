@@ -1,0 +1,292 @@
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { after, before, describe, test } from "node:test";
+import {
+  base64url,
+  type CryptoKey,
+  exportJWK,
+  exportSPKI,
+  generateKeyPair,
+  type JSONWebKeySet,
+  type JWTPayload,
+  SignJWT,
+} from "jose";
+import { type ErrorCode, LonghaulError } from "../src/core/errors.ts";
+import type { Verified, Verifier } from "../src/ingress/scheme.ts";
+import { buildSource, type SourceConfig } from "../src/ingress/sources.ts";
+
+const NOW_S = 1_767_225_600;
+const ISSUER = "https://accounts.google.com";
+const AUDIENCE = "https://hooks.example.com/hooks/pubsub";
+const BODY = Buffer.from('{"message":{"data":"eyJqb2JfaWQiOiJqb2JfMSJ9","messageId":"1"}}');
+
+interface Signer {
+  kid: string;
+  alg: "RS256" | "ES256";
+  privateKey: CryptoKey;
+  publicKey: CryptoKey;
+}
+
+let rsa: Signer;
+let ec: Signer;
+let stranger: Signer;
+let jwks: JSONWebKeySet;
+let jwksServer: Server;
+let jwksUrl: string;
+let jwksRequests = 0;
+
+async function signer(alg: Signer["alg"], kid: string): Promise<Signer> {
+  const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true });
+  return { kid, alg, privateKey, publicKey };
+}
+
+before(async () => {
+  rsa = await signer("RS256", "rsa-1");
+  ec = await signer("ES256", "ec-1");
+  stranger = await signer("RS256", "rsa-1");
+  jwks = {
+    keys: [
+      { ...(await exportJWK(rsa.publicKey)), kid: rsa.kid, alg: rsa.alg, use: "sig" },
+      { ...(await exportJWK(ec.publicKey)), kid: ec.kid, alg: ec.alg, use: "sig" },
+    ],
+  };
+  jwksServer = createServer((req, res) => {
+    jwksRequests++;
+    if (req.url === "/broken") {
+      res.writeHead(500).end("down");
+      return;
+    }
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(jwks));
+  });
+  await new Promise<void>((resolve) => jwksServer.listen(0, "127.0.0.1", resolve));
+  jwksUrl = `http://127.0.0.1:${(jwksServer.address() as AddressInfo).port}/jwks`;
+});
+
+after(() => new Promise<void>((resolve) => jwksServer.close(() => resolve())));
+
+function source(over: Partial<SourceConfig> = {}): Verifier {
+  return buildSource("pubsub", {
+    provider: "sim",
+    scheme: "jwt",
+    jwks_url: jwksUrl,
+    issuer: ISSUER,
+    audience: AUDIENCE,
+    tolerance_s: 60,
+    ...over,
+  }).verifier;
+}
+
+async function token(
+  by: Signer,
+  claims: JWTPayload = {},
+  header: Record<string, unknown> = {},
+): Promise<string> {
+  return new SignJWT({ iss: ISSUER, aud: AUDIENCE, iat: NOW_S, exp: NOW_S + 3600, jti: "msg-1", ...claims })
+    .setProtectedHeader({ alg: by.alg, kid: by.kid, ...header })
+    .sign(by.privateKey);
+}
+
+function check(v: Verifier, authorization: string | undefined, body = BODY): Promise<Verified> {
+  return Promise.resolve().then(() => v.verify({ headers: { authorization }, body, nowMs: NOW_S * 1000 }));
+}
+
+function refusedWith(code: ErrorCode, messageIncludes?: string): (err: unknown) => boolean {
+  return (err) => {
+    assert.ok(err instanceof LonghaulError, `expected a LonghaulError, got ${String(err)}`);
+    assert.equal(err.code, code, err.message);
+    if (messageIncludes) assert.ok(err.message.includes(messageIncludes), err.message);
+    return true;
+  };
+}
+
+describe("jwt verification", () => {
+  test("an RS256 token checked against a JWKS served over HTTP is accepted, with jti and iat", async () => {
+    const verified = await check(source(), `Bearer ${await token(rsa)}`);
+    assert.deepEqual(verified, { eventId: "msg-1", timestampS: NOW_S });
+  });
+
+  test("an ES256 token checked against an inline JWKS is accepted", async () => {
+    const inline = source({ jwks_url: undefined, jwks });
+    assert.equal((await check(inline, `Bearer ${await token(ec)}`)).eventId, "msg-1");
+  });
+
+  test("the remote JWKS is fetched once and reused across requests", async () => {
+    const v = source();
+    const before = jwksRequests;
+    for (let i = 0; i < 5; i++) await check(v, `Bearer ${await token(i % 2 ? rsa : ec, { jti: `m${i}` })}`);
+    assert.equal(jwksRequests - before, 1);
+  });
+
+  test("a token without jti leaves the event id to the body hash", async () => {
+    const verified = await check(source(), `Bearer ${await token(rsa, { jti: undefined })}`);
+    assert.equal(verified.eventId, null);
+  });
+
+  test("a token from another issuer is refused", async () => {
+    await assert.rejects(
+      check(source(), `Bearer ${await token(rsa, { iss: "https://evil.example" })}`),
+      refusedWith("SIGNATURE_INVALID", '"iss"'),
+    );
+  });
+
+  test("a token for another audience is refused", async () => {
+    await assert.rejects(
+      check(source(), `Bearer ${await token(rsa, { aud: "https://other.example/hooks" })}`),
+      refusedWith("SIGNATURE_INVALID", '"aud"'),
+    );
+  });
+
+  test("an expired token is refused beyond the tolerance and accepted within it", async () => {
+    await assert.rejects(
+      check(source(), `Bearer ${await token(rsa, { exp: NOW_S - 61 })}`),
+      refusedWith("TIMESTAMP_OUT_OF_TOLERANCE", "expired"),
+    );
+    await check(source(), `Bearer ${await token(rsa, { exp: NOW_S - 59 })}`);
+  });
+
+  test("a token that is not valid yet is refused as out of tolerance", async () => {
+    await assert.rejects(
+      check(source(), `Bearer ${await token(rsa, { nbf: NOW_S + 600 })}`),
+      refusedWith("TIMESTAMP_OUT_OF_TOLERANCE"),
+    );
+  });
+
+  test("a token without exp is refused: it would be valid forever", async () => {
+    await assert.rejects(
+      check(source(), `Bearer ${await token(rsa, { exp: undefined })}`),
+      refusedWith("SIGNATURE_INVALID", '"exp"'),
+    );
+  });
+
+  test('an unsigned token (alg "none") is refused', async () => {
+    const part = (o: object) => base64url.encode(JSON.stringify(o));
+    const claims = { iss: ISSUER, aud: AUDIENCE, iat: NOW_S, exp: NOW_S + 3600 };
+    for (const alg of ["none", "None", "NONE"]) {
+      const unsigned = `${part({ alg, kid: rsa.kid })}.${part(claims)}.`;
+      await assert.rejects(check(source(), `Bearer ${unsigned}`), refusedWith("SIGNATURE_INVALID"));
+    }
+  });
+
+  test("an HS256 token keyed with the public key (algorithm confusion) is refused", async () => {
+    const pem = await exportSPKI(rsa.publicKey);
+    const jwk = JSON.stringify(jwks.keys[0]);
+    for (const secret of [pem, jwk]) {
+      const forged = await new SignJWT({ iss: ISSUER, aud: AUDIENCE, exp: NOW_S + 3600 })
+        .setProtectedHeader({ alg: "HS256", kid: rsa.kid })
+        .sign(new TextEncoder().encode(secret));
+      await assert.rejects(check(source(), `Bearer ${forged}`), refusedWith("SIGNATURE_INVALID", "alg"));
+    }
+  });
+
+  test("a token signed by a key that is not in the JWKS is refused", async () => {
+    await assert.rejects(
+      check(source(), `Bearer ${await token(stranger)}`),
+      refusedWith("SIGNATURE_INVALID", "signature"),
+    );
+    await assert.rejects(
+      check(source(), `Bearer ${await token(stranger, {}, { kid: "rsa-unknown" })}`),
+      refusedWith("SIGNATURE_INVALID", "No key"),
+    );
+  });
+
+  test("a token whose alg is not pinned by the source is refused", async () => {
+    const rsOnly = source({ algorithms: ["RS256"] });
+    await check(rsOnly, `Bearer ${await token(rsa)}`);
+    await assert.rejects(check(rsOnly, `Bearer ${await token(ec)}`), refusedWith("SIGNATURE_INVALID", "alg"));
+  });
+
+  test("a body_sha256 claim binds the token to the body; without it the token alone suffices", async () => {
+    const digest = createHash("sha256").update(BODY).digest("hex");
+    const bound = `Bearer ${await token(rsa, { body_sha256: digest })}`;
+    await check(source(), bound);
+    await assert.rejects(
+      check(source(), bound, Buffer.from(`${BODY.toString("utf8")} `)),
+      refusedWith("SIGNATURE_INVALID", "body_sha256"),
+    );
+    for (const wrong of [digest.toUpperCase(), 42, ""]) {
+      await assert.rejects(
+        check(source(), `Bearer ${await token(rsa, { body_sha256: wrong })}`),
+        refusedWith("SIGNATURE_INVALID", "body_sha256"),
+      );
+    }
+  });
+
+  test("a missing or non-Bearer Authorization is refused as missing a signature", async () => {
+    for (const value of [undefined, "", "Basic dXNlcjpwYXNz", "Bearer", "Bearer a b"]) {
+      await assert.rejects(check(source(), value), refusedWith("SIGNATURE_MISSING"), String(value));
+    }
+  });
+
+  test("garbage in place of a token is refused as invalid, never thrown as something else", async () => {
+    const garbage = [
+      "abc",
+      "a.b.c",
+      "..",
+      "e30.e30.",
+      `${"x".repeat(5000)}.y.z`,
+      "eyJhbGciOiJSUzI1NiJ9.%%%.sig",
+    ];
+    for (const value of garbage) {
+      await assert.rejects(check(source(), `Bearer ${value}`), refusedWith("SIGNATURE_INVALID"), value);
+    }
+  });
+
+  test("a JWKS that cannot be fetched is reported as unavailable (503), not as a bad signature", async () => {
+    const broken = source({ jwks_url: jwksUrl.replace("/jwks", "/broken") });
+    await assert.rejects(check(broken, `Bearer ${await token(rsa)}`), refusedWith("JWKS_UNAVAILABLE"));
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const unreachable = source({ jwks_url: `http://127.0.0.1:${port}/jwks` });
+    const err = await check(unreachable, `Bearer ${await token(rsa)}`).catch((e: unknown) => e);
+    assert.ok(refusedWith("JWKS_UNAVAILABLE")(err));
+    assert.equal((err as LonghaulError).httpStatus, 503);
+  });
+});
+
+describe("jwt source configuration", () => {
+  const build = (over: Partial<SourceConfig>) => () =>
+    buildSource("pubsub", {
+      provider: "sim",
+      scheme: "jwt",
+      jwks_url: "https://www.googleapis.com/oauth2/v3/certs",
+      issuer: ISSUER,
+      audience: AUDIENCE,
+      ...over,
+    });
+
+  test("a jwt source needs no secrets", () => {
+    assert.equal(build({})().scheme, "jwt");
+  });
+
+  test("a jwt source without a key set, or with both kinds, is refused", () => {
+    assert.throws(build({ jwks_url: undefined }), refusedWith("CONFIG_INVALID", "jwks"));
+    assert.throws(build({ jwks }), refusedWith("CONFIG_INVALID", "exactly one"));
+    assert.throws(build({ jwks_url: "not a url" }), refusedWith("CONFIG_INVALID", "jwks_url"));
+    assert.throws(build({ jwks_url: "file:///etc/passwd" }), refusedWith("CONFIG_INVALID", "jwks_url"));
+  });
+
+  test("issuer and audience are required", () => {
+    assert.throws(build({ issuer: undefined }), refusedWith("CONFIG_INVALID", "issuer"));
+    assert.throws(build({ audience: "" }), refusedWith("CONFIG_INVALID", "audience"));
+    assert.throws(build({ audience: [] }), refusedWith("CONFIG_INVALID", "audience"));
+  });
+
+  test('"none" and HMAC algorithms cannot be configured', () => {
+    for (const algorithms of [["none"], ["HS256"], ["RS256", "HS512"], [], ["rs256"]]) {
+      assert.throws(build({ algorithms }), refusedWith("CONFIG_INVALID", "algorithms"), algorithms.join());
+    }
+  });
+
+  test("an inline JWKS must hold public keys only", async () => {
+    const privateJwk = await exportJWK(rsa.privateKey);
+    const inline = (keys: unknown[]) => build({ jwks_url: undefined, jwks: { keys } as JSONWebKeySet });
+    assert.throws(inline([privateJwk]), refusedWith("CONFIG_INVALID", "public keys"));
+    assert.throws(inline([{ kty: "oct", k: "c2VjcmV0" }]), refusedWith("CONFIG_INVALID", "public keys"));
+    assert.throws(inline([]), refusedWith("CONFIG_INVALID"));
+    assert.throws(inline(["nope"]), refusedWith("CONFIG_INVALID"));
+  });
+});
