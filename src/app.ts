@@ -6,8 +6,10 @@ import { type IdGenerator, ulidGenerator } from "./core/ids.ts";
 import type { TaskType } from "./core/task-type.ts";
 import { providerRegistry, taskTypeRegistry } from "./engine/registry.ts";
 import { Worker, type WorkerOptions } from "./engine/worker.ts";
+import type { EventStreamsOptions } from "./http/event-streams.ts";
 import { buildServer } from "./http/server.ts";
 import { buildSource, type Source, type SourceConfig } from "./ingress/sources.ts";
+import { type OutboundConfig, outboundSettings } from "./outbound/settings.ts";
 import type { Provider } from "./providers/provider.ts";
 import { openStore } from "./store/open-store.ts";
 import type { Store } from "./store/store.ts";
@@ -37,9 +39,21 @@ export interface LonghaulOptions {
    * callback or approval link. Without keys, keys generated once and kept in the store.
    */
   tokens?: { keys?: TokenKey[]; ttl_s?: number };
+  /**
+   * Outbound webhooks: the retry schedule in seconds (default the Standard Webhooks one), and
+   * whether loopback and private targets are allowed (`longhaul dev` allows them).
+   */
+  outbound?: OutboundConfig;
+  /** SSE streams of `GET /v1/events`: the heartbeat interval. */
+  realtime?: EventStreamsOptions;
   clock?: Clock;
   ids?: IdGenerator;
   logger?: Logger;
+  /**
+   * The dashboard at `GET /`. `devApiKey` (set by `longhaul dev` only) opens it signed in as
+   * that tenant; without it the dashboard asks for a key.
+   */
+  dashboard?: { devApiKey?: string };
 }
 
 export interface Longhaul {
@@ -102,6 +116,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
   };
   const urls = new CapabilityUrls(keyring, baseUrl, defaultWaitMs);
 
+  const outbound = outboundSettings(opts.outbound);
   const role = opts.role ?? "all";
   const worker =
     role === "api"
@@ -118,6 +133,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
             defaultWaitMs,
             pollAfterMs: opts.pollAfterMs ?? 60_000,
             dedupeHorizonMs: opts.dedupeHorizonMs ?? 7 * 24 * 3_600_000,
+            outbound,
           },
           opts.worker,
         );
@@ -130,6 +146,9 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     keyring,
     urls,
     adminKey: opts.adminKey ?? process.env.LONGHAUL_ADMIN_KEY,
+    outbound,
+    realtime: opts.realtime,
+    dashboard: opts.dashboard,
   });
 
   return {

@@ -41,8 +41,12 @@ export async function startStack(
     providers?: Provider[];
     concurrency?: number;
     tokens?: LonghaulOptions["tokens"];
+    outbound?: LonghaulOptions["outbound"];
+    realtime?: LonghaulOptions["realtime"];
     /** Reuse this SQLite file (a restart) instead of a fresh one. */
     dbPath?: string;
+    /** Serve the dashboard signed in as the stack's tenant, as `longhaul dev` does. */
+    dashboard?: boolean;
   } = {},
 ): Promise<Stack> {
   const tmp = tempDir();
@@ -72,6 +76,9 @@ export async function startStack(
     pollAfterMs: opts.pollAfterMs ?? 60_000,
     ...(opts.adminKey ? { adminKey: opts.adminKey } : {}),
     ...(opts.tokens ? { tokens: opts.tokens } : {}),
+    ...(opts.dashboard ? { dashboard: { devApiKey: key } } : {}),
+    ...(opts.outbound ? { outbound: opts.outbound } : {}),
+    ...(opts.realtime ? { realtime: opts.realtime } : {}),
   });
   const url = await app.listen({ port: 0 });
   const api: Stack["api"] = async (path, init = {}) => {

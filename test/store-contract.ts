@@ -206,7 +206,7 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
     const taskWithJob = async (store: Store, tenantId: string, ext: string | null) => {
       const { task } = await submit(store, tenantId);
       const adv = await claimOne(store);
-      assert.equal(await store.beginAdvance(adv.lease, task.id), true);
+      assert.equal(await store.beginAdvance(adv.lease, task.id), "started");
       await store.registerWait(adv.lease, task.id, {
         kind: "job",
         stepId: "echo",

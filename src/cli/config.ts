@@ -4,6 +4,7 @@ import { pathToFileURL } from "node:url";
 import { LonghaulError } from "../core/errors.ts";
 import type { TaskType } from "../core/task-type.ts";
 import type { SourceConfig } from "../ingress/sources.ts";
+import type { OutboundConfig } from "../outbound/settings.ts";
 import type { ProviderConfig } from "../providers/from-config.ts";
 import type { TokenKey } from "../tokens/keyring.ts";
 
@@ -22,6 +23,8 @@ export interface LonghaulConfig {
   reconciler?: { poll_after_s?: number };
   /** How long delivered event ids are remembered for dedupe. Default 7 days. */
   inbox?: { dedupe_horizon_s?: number };
+  /** Outbound webhooks: retry schedule in seconds, and whether private and loopback targets are allowed. */
+  outbound?: OutboundConfig;
   taskTypes?: TaskType[];
 }
 

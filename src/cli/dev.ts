@@ -66,6 +66,10 @@ export async function dev(argv: string[]): Promise<void> {
     pollAfterMs: 30_000,
     ...engineOptions(config),
     ...(config.tokens ? { tokens: config.tokens } : {}),
+    // DESIGN §7: development allows loopback and private webhook targets (link-local stays refused).
+    outbound: { allow_private_networks: true, ...config.outbound },
+    // DESIGN §7: under dev the dashboard opens signed in as the development tenant.
+    dashboard: { devApiKey: apiKey },
   });
   const url = await app.listen({ port, host: values.host });
   onShutdown(async () => {
@@ -77,6 +81,7 @@ export async function dev(argv: string[]): Promise<void> {
 longhaul dev is running
 
   API        ${url}
+  dashboard  ${url}/
   API key    ${apiKey}
   simulator  ${sim.url}
   data       ${dataDir}

@@ -3,6 +3,8 @@ import { dev } from "./dev.ts";
 import { migrateCommand } from "./migrate.ts";
 import { serve } from "./serve.ts";
 import { simulate } from "./simulate.ts";
+import { tasksCommand } from "./tasks.ts";
+import { tenantsCommand } from "./tenants.ts";
 
 const usage = `longhaul — long-running, webhook-driven tasks
 
@@ -12,6 +14,9 @@ Usage:
   longhaul simulate [--port 8788] [--secret whsec_…] [--seed 1] [--state-file f]
                     [--duplicate r] [--reorder r] [--drop r] [--fail-create r] [--delay-ms min,max]
   longhaul migrate                                                   apply database migrations
+  longhaul tenants create NAME [--max-concurrent-jobs n] [--tasks-per-day n] [--token-budget n]
+  longhaul tenants list | rotate-key TENANT_ID | revoke-key TENANT_ID KEY_ID
+  longhaul tasks list|show|cancel [TASK_ID] [--tenant ID]            an operator's view of tasks
 
 Environment: LONGHAUL_DATABASE_URL (sqlite:path | postgres://…), LONGHAUL_API_KEY (dev key),
 LONGHAUL_LOG_LEVEL.`;
@@ -21,6 +26,8 @@ const commands: Record<string, (argv: string[]) => Promise<void>> = {
   serve,
   simulate,
   migrate: migrateCommand,
+  tenants: tenantsCommand,
+  tasks: tasksCommand,
 };
 
 const [name, ...rest] = process.argv.slice(2);

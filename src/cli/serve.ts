@@ -29,6 +29,7 @@ export async function serve(argv: string[]): Promise<void> {
     role,
     ...engineOptions(config),
     ...(config.tokens ? { tokens: config.tokens } : {}),
+    ...(config.outbound ? { outbound: config.outbound } : {}),
     ...(config.public_url ? { publicUrl: config.public_url } : {}),
   });
   const url = await app.listen({ port: Number(values.port), host: values.host });

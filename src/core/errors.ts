@@ -22,6 +22,9 @@ export const errorStatus = {
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   QUOTA_EXCEEDED: 429,
+  BUDGET_EXCEEDED: 429,
+  TENANT_NOT_FOUND: 404,
+  KEY_NOT_FOUND: 404,
   RATE_LIMITED: 429,
   STEP_ORDER_MISMATCH: 500,
   STEP_ID_DUPLICATE: 500,
@@ -45,6 +48,10 @@ export const errorStatus = {
   TOKEN_KEY_UNKNOWN: 401,
   TOKEN_INVALID: 401,
   TOKEN_EXPIRED: 410,
+  TARGET_FORBIDDEN: 400,
+  WEBHOOK_ENDPOINT_NOT_FOUND: 404,
+  DELIVERY_NOT_FOUND: 404,
+  DELIVERY_NOT_REPLAYABLE: 409,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof errorStatus;

@@ -24,7 +24,7 @@ export async function advance(d: EngineDeps, item: WorkItem, lease: Lease): Prom
     );
     return d.store.finishAdvance(lease, taskId, { kind: "failed", error });
   }
-  if (!(await d.store.beginAdvance(lease, taskId))) return d.store.complete(lease);
+  if ((await d.store.beginAdvance(lease, taskId)) !== "started") return;
   const result = await runTask({
     fn: type.run,
     input: task.input,
@@ -48,7 +48,17 @@ export async function advance(d: EngineDeps, item: WorkItem, lease: Lease): Prom
     ...(d.random ? { random: d.random } : {}),
   });
   if (result.kind === "retry") {
-    d.log.warn({ taskId, error: result.error, delayMs: result.delayMs }, "task will retry");
+    d.log.warn(
+      {
+        taskId,
+        tenantId: task.tenantId,
+        userId: task.userId,
+        traceId: task.traceId,
+        error: result.error,
+        delayMs: result.delayMs,
+      },
+      "task will retry",
+    );
     return d.store.finishAdvance(lease, taskId, {
       kind: "retry",
       runAt: d.clock.now() + result.delayMs,

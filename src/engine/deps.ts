@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { Clock } from "../core/clock.ts";
 import type { TaskType } from "../core/task-type.ts";
+import type { OutboundSettings } from "../outbound/settings.ts";
 import type { Provider } from "../providers/provider.ts";
 import type { Store } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
@@ -22,5 +23,7 @@ export interface EngineDeps {
   pollAfterMs: number;
   /** Inbox rows older than this are pruned; it must cover every provider's retry horizon. */
   dedupeHorizonMs: number;
+  /** How outbound webhooks are sent: retry schedule, SSRF policy, attempt timeout. */
+  outbound: OutboundSettings;
   random?: () => number;
 }

@@ -20,6 +20,14 @@ export async function dispatch(d: EngineDeps, item: WorkItem, lease: Lease): Pro
       message: `No provider "${job.provider}" is configured on this node.`,
     });
   }
+  const admitted = await d.store.acquireJobSlot(lease, jobId);
+  if (admitted === "parked") return;
+  if (admitted === "rejected") {
+    return d.store.failJob(lease, jobId, {
+      code: "BUDGET_EXCEEDED",
+      message: "The tenant is over its token budget (policy reject); ask an admin to raise token_budget.",
+    });
+  }
   try {
     const created = await provider.create({
       input: job.input,

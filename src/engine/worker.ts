@@ -5,6 +5,7 @@ import type { Lease, WorkItem, WorkKind } from "../store/store.ts";
 import { advance } from "./advance.ts";
 import { applyEvent } from "./apply-event.ts";
 import { cancelJob } from "./cancel-job.ts";
+import { deliver } from "./deliver.ts";
 import type { EngineDeps } from "./deps.ts";
 import { dispatch } from "./dispatch.ts";
 import { maintenance, maintenanceItem } from "./maintenance.ts";
@@ -23,6 +24,7 @@ const handlers: Record<WorkKind, Handler> = {
   cancel_job: cancelJob,
   poll,
   maintenance,
+  deliver,
 };
 
 export interface WorkerOptions {

@@ -8,6 +8,9 @@ export function newApiKey(): string {
   return `lh_${randomBytes(24).toString("base64url")}`;
 }
 
+/** The last characters of a key: enough to tell keys apart in a list, useless to an attacker. */
+export const keyHint = (key: string) => `…${key.slice(-4)}`;
+
 export function hashApiKey(key: string): string {
   return createHash("sha256").update(key).digest("hex");
 }

@@ -20,6 +20,8 @@ export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError | LonghaulError | Error, req, reply) => {
     if (err instanceof LonghaulError) {
       if (err.httpStatus >= 500) req.log.error({ err }, "request failed");
+      const retryAfter = err.details?.retry_after_s;
+      if (typeof retryAfter === "number") reply.header("retry-after", String(retryAfter));
       return reply.status(err.httpStatus).send(errorBody(err.code, err.message));
     }
     const fe = err as FastifyError;

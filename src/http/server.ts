@@ -4,18 +4,26 @@ import type { Clock } from "../core/clock.ts";
 import type { TaskType } from "../core/task-type.ts";
 import type { Registry } from "../engine/registry.ts";
 import type { Source } from "../ingress/sources.ts";
+import type { OutboundSettings } from "../outbound/settings.ts";
 import type { Store } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 import type { Keyring } from "../tokens/keyring.ts";
 import { adminAuth } from "./admin-auth.ts";
 import { adminEventsRoutes } from "./admin-events-routes.ts";
+import { adminTenantsRoutes } from "./admin-tenants-routes.ts";
 import { approvalsRoutes } from "./approvals-routes.ts";
 import { tenantAuth } from "./auth.ts";
 import { callbacksRoutes } from "./callbacks-routes.ts";
+import { type DashboardOptions, dashboardRoutes } from "./dashboard-routes.ts";
 import { installErrorHandling } from "./error-handler.ts";
+import { EventStreams, type EventStreamsOptions } from "./event-streams.ts";
+import { eventsRoutes } from "./events-routes.ts";
 import { hooksRoutes } from "./hooks-routes.ts";
 import { signalsRoutes } from "./signals-routes.ts";
 import { tasksRoutes } from "./tasks-routes.ts";
+import { timelineRoutes } from "./timeline-routes.ts";
+import { usageRoutes } from "./usage-routes.ts";
+import { webhookEndpointsRoutes } from "./webhook-endpoints-routes.ts";
 
 export interface ServerDeps {
   store: Store;
@@ -26,6 +34,10 @@ export interface ServerDeps {
   adminKey?: string | undefined;
   keyring: Keyring;
   urls: CapabilityUrls;
+  /** The SSRF policy that webhook endpoint URLs are checked against when they are registered. */
+  outbound: OutboundSettings;
+  realtime?: EventStreamsOptions | undefined;
+  dashboard?: DashboardOptions | undefined;
 }
 
 /** The HTTP API (DESIGN §7). Slow clients are cut off by header and request timeouts. */
@@ -35,29 +47,42 @@ export function buildServer(d: ServerDeps): FastifyInstance {
     bodyLimit: 1024 * 1024,
     requestTimeout: 30_000,
     // Capability tokens travel in the path.
-    maxParamLength: 2100,
+    routerOptions: { maxParamLength: 2100 },
     connectionTimeout: 0,
     keepAliveTimeout: 72_000,
     return503OnClosing: true,
   });
   app.server.headersTimeout = 10_000;
   installErrorHandling(app);
+  const streams = new EventStreams(d.store, d.log, d.realtime);
+  app.decorate("eventStreams", streams);
+  // Open SSE streams would hold the server open; clients resume elsewhere with Last-Event-ID.
+  app.addHook("preClose", async () => streams.close());
 
-  app.get("/healthz", async () => ({ status: "ok" }));
+  app.get("/healthz", async (_req, reply) => {
+    const store = await d.store.health().catch(() => "degraded" as const);
+    return reply.status(store === "ok" ? 200 : 503).send({ status: store, store });
+  });
 
   hooksRoutes(app, d.store, d.sources, d.clock);
   callbacksRoutes(app, d);
   approvalsRoutes(app, d);
+  dashboardRoutes(app, d.dashboard);
 
   app.register(async (admin) => {
     admin.addHook("onRequest", adminAuth(d.adminKey));
     adminEventsRoutes(admin, d.store);
+    adminTenantsRoutes(admin, d.store);
   });
 
   app.register(async (api) => {
     api.addHook("onRequest", tenantAuth(d.store));
     tasksRoutes(api, d.store, d.taskTypes, d.urls);
+    timelineRoutes(api, d.store);
     signalsRoutes(api, d.store);
+    usageRoutes(api, d.store);
+    eventsRoutes(api, d.store, streams);
+    webhookEndpointsRoutes(api, d.store, d.outbound);
   });
   return app;
 }

@@ -6,6 +6,7 @@ import type { Registry } from "../engine/registry.ts";
 import type { ApprovalDecisionRow, Store } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 import { taskDetail, taskSummary } from "./serialize.ts";
+import { submitRateLimit } from "./submit-rate.ts";
 
 const MAX_KEY = 255;
 
@@ -28,7 +29,7 @@ export function tasksRoutes(
   taskTypes: Registry<TaskType>,
   urls: CapabilityUrls,
 ): void {
-  app.post("/v1/tasks", async (req, reply) => {
+  app.post("/v1/tasks", { preHandler: submitRateLimit() }, async (req, reply) => {
     const body = req.body;
     if (typeof body !== "object" || body === null || Array.isArray(body)) {
       throw new LonghaulError(
@@ -64,6 +65,18 @@ export function tasksRoutes(
       userId: optionalString(b, "user_id"),
       traceId: optionalString(b, "trace_id"),
     });
+    if (created) {
+      req.log.info(
+        {
+          task_id: task.id,
+          tenant_id: task.tenantId,
+          type: task.type,
+          user_id: task.userId,
+          trace_id: task.traceId,
+        },
+        "task submitted",
+      );
+    }
     return reply.status(created ? 202 : 200).send({ task_id: task.id, status: task.status, created });
   });
 
@@ -92,6 +105,8 @@ export function tasksRoutes(
     const page = await store.listTasks(req.tenant.id, {
       status: q.status,
       type: q.type,
+      userId: q.user_id,
+      traceId: q.trace_id,
       limit,
       cursor: q.cursor,
     });

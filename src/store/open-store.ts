@@ -1,10 +1,14 @@
 import type { Clock } from "../core/clock.ts";
 import { LonghaulError } from "../core/errors.ts";
 import type { IdGenerator } from "../core/ids.ts";
+import { PostgresStore } from "./postgres/postgres-store.ts";
 import { SqliteStore } from "./sqlite/sqlite-store.ts";
 import type { Store } from "./store.ts";
 
-/** Opens the store a database URL names: `sqlite:path/to/file.db` (or `sqlite::memory:`). */
+/**
+ * Opens the store a database URL names: `sqlite:path/to/file.db` (or `sqlite::memory:`), or
+ * `postgres://user@host/db` (with `?schema=name` to use a schema other than `public`).
+ */
 export async function openStore(
   url: string,
   opts: { clock?: Clock; ids?: IdGenerator } = {},
@@ -14,10 +18,7 @@ export async function openStore(
     return new SqliteStore({ path: path || ".longhaul/longhaul.db", ...opts });
   }
   if (url.startsWith("postgres://") || url.startsWith("postgresql://")) {
-    throw new LonghaulError(
-      "CONFIG_INVALID",
-      "The PostgreSQL store is not available in this version; use a sqlite: URL.",
-    );
+    return new PostgresStore({ url, ...opts });
   }
   throw new LonghaulError(
     "CONFIG_INVALID",

@@ -1,5 +1,6 @@
 import type { ErrorInfo } from "../core/errors.ts";
 import type { JobStatus } from "../core/job-state.ts";
+import type { Quotas } from "../core/quotas.ts";
 import type { RunOutcome, StoredStep } from "../core/replay.ts";
 import type { StepKind, StepStatus } from "../core/step-state.ts";
 import type { TaskStatus } from "../core/task-state.ts";
@@ -20,13 +21,33 @@ export interface Store {
   /** Applies pending migrations; refuses a schema newer than this code (SCHEMA_TOO_NEW). */
   migrate(): Promise<{ from: number; to: number }>;
   close(): Promise<void>;
+  /** `degraded` while the database cannot be reached (PostgreSQL restarting); for /healthz. */
+  health(): Promise<"ok" | "degraded">;
 
   // ── tenants ──
   /** Creates a tenant with one API key (given as its hash). */
-  createTenant(t: { id?: string; name: string; keyHash: string }): Promise<TenantRow>;
+  createTenant(t: {
+    id?: string;
+    name: string;
+    keyHash: string;
+    keyHint?: string;
+    quotas?: Quotas;
+  }): Promise<TenantRow>;
   /** Creates the tenant if it does not exist, and makes sure `keyHash` is one of its keys. */
   ensureTenant(t: { id: string; name: string; keyHash: string }): Promise<TenantRow>;
+  /** The tenant of an active (not revoked) key. */
   tenantByKeyHash(keyHash: string): Promise<TenantRow | null>;
+  getTenant(id: string): Promise<TenantRow | null>;
+  listTenants(): Promise<TenantRow[]>;
+  /** New quotas take effect at once: parked work is woken to re-check them. TENANT_NOT_FOUND. */
+  updateTenant(id: string, patch: { name?: string; quotas?: Quotas }): Promise<TenantRow>;
+  /** Adds a key (for rotation: the old one keeps working until revoked). Returns its id. */
+  addApiKey(tenantId: string, keyHash: string, hint: string): Promise<string>;
+  /** KEY_NOT_FOUND. */
+  revokeApiKey(tenantId: string, keyId: string): Promise<void>;
+  listApiKeys(tenantId: string): Promise<ApiKeyRow[]>;
+  /** Tasks by status, jobs running, daily counters for the last `days` days, recent job failures. */
+  usage(tenantId: string, days: number): Promise<TenantUsage | null>;
 
   // ── tasks ──
   /**
@@ -43,8 +64,18 @@ export interface Store {
   // ── engine ──
   /** What an advance needs: the task and its step history, or null if it is gone. */
   loadForAdvance(taskId: string): Promise<{ task: TaskRow; history: StoredStep[] } | null>;
-  /** Marks a non-terminal task running (first run or resume). Returns false if the task has ended. */
-  beginAdvance(lease: Lease, taskId: string): Promise<boolean>;
+  /**
+   * Marks a non-terminal task running (first run or resume). `ended`: the task has ended and
+   * the item is completed. `parked`: a new task of a tenant at its job limit waits as
+   * pending; the item is given back, parked (DESIGN §4.6).
+   */
+  beginAdvance(lease: Lease, taskId: string): Promise<"started" | "ended" | "parked">;
+  /**
+   * Admits a job under its tenant's quotas before it is created at the provider: `ok` (it
+   * holds a slot now), `parked` (the item is given back until a slot frees) or `rejected`
+   * (over the token budget with the reject policy).
+   */
+  acquireJobSlot(lease: Lease, jobId: string): Promise<"ok" | "parked" | "rejected">;
   /** Stores one `step.run` outcome. */
   storeRunOutcome(lease: Lease, taskId: string, outcome: RunOutcome): Promise<void>;
   /**
@@ -162,6 +193,53 @@ export interface Store {
   getMeta(key: string): Promise<string | null>;
   /** Sets `key` unless it is set already; returns the value that is now stored. */
   putMetaIfAbsent(key: string, value: string): Promise<string>;
+
+  // ── realtime ──
+  /**
+   * Calls `fn` once per appended task event, after the commit that made it durable, never
+   * before; returns the unsubscribe. Feeds the SSE streams (DESIGN §4.7).
+   */
+  onTaskEvents(fn: (tenantId: string, seq: number) => void): () => void;
+  /** The seq of the tenant's newest task event, 0 if none: where a stream without Last-Event-ID starts. */
+  lastTaskEventSeq(tenantId: string): Promise<number>;
+
+  // ── outbound ──
+  /** Stores a tenant's endpoint with its signing secret. Task events appended later fan out to it. */
+  createWebhookEndpoint(e: NewWebhookEndpoint): Promise<WebhookEndpointRow>;
+  listWebhookEndpoints(tenantId: string): Promise<WebhookEndpointRow[]>;
+  /** Removes an endpoint, its deliveries and their queued work; false if the tenant has no such endpoint. */
+  deleteWebhookEndpoint(tenantId: string, endpointId: string): Promise<boolean>;
+  /** An endpoint's deliveries, newest first; null if the tenant has no such endpoint. */
+  listWebhookDeliveries(
+    tenantId: string,
+    endpointId: string,
+    q: { limit: number; cursor?: string | undefined; state?: DeliveryState | undefined },
+  ): Promise<{ deliveries: WebhookDeliveryRow[]; nextCursor: string | null } | null>;
+  /**
+   * Queues a dead or failed delivery again, with the whole retry schedule ahead of it.
+   * WEBHOOK_ENDPOINT_NOT_FOUND, DELIVERY_NOT_FOUND, DELIVERY_NOT_REPLAYABLE (other states, or a disabled endpoint).
+   */
+  replayWebhookDelivery(
+    tenantId: string,
+    endpointId: string,
+    deliveryId: string,
+  ): Promise<WebhookDeliveryRow>;
+  /** What one attempt needs: the delivery, its endpoint with the secret, its task event; null if gone. */
+  deliveryForAttempt(deliveryId: string): Promise<DeliveryAttemptInput | null>;
+  /**
+   * Records one attempt and, in the same transaction, reschedules its work item (`retry`) or
+   * completes it; `gone` also disables the endpoint and cancels its pending deliveries.
+   */
+  recordDeliveryAttempt(lease: Lease, deliveryId: string, result: DeliveryAttemptResult): Promise<void>;
+
+  // ── dashboard ──
+  /**
+   * The inbox rows of these jobs (the provider's job ids), oldest first: every webhook delivery
+   * and reconciler poll a task's timeline shows. A row gets its job id when it is applied, so
+   * one still waiting to be applied is not returned. The caller scopes `externalIds` to a
+   * tenant's jobs (DESIGN §3.6). Empty `externalIds`: no rows.
+   */
+  inboxForJobs(provider: string, externalIds: string[]): Promise<InboxEventRow[]>;
 }
 
 export interface Lease {
@@ -173,6 +251,38 @@ export interface TenantRow {
   id: string;
   name: string;
   createdAt: number;
+  quotas: Quotas;
+  tokensUsed: number;
+}
+
+export interface ApiKeyRow {
+  id: string;
+  /** The last characters of the key, to tell keys apart; the key itself is never stored. */
+  hint: string | null;
+  createdAt: number;
+  revokedAt: number | null;
+}
+
+export interface TenantUsage {
+  tenant: TenantRow;
+  tasksByStatus: Partial<Record<TaskStatus, number>>;
+  jobsRunning: number;
+  daily: {
+    day: string;
+    tasks_submitted: number;
+    jobs_created: number;
+    jobs_failed: number;
+    tokens: number;
+  }[];
+  recentJobFailures: {
+    jobId: string;
+    taskId: string;
+    stepId: string;
+    provider: string;
+    externalId: string | null;
+    error: unknown;
+    at: number;
+  }[];
 }
 
 export interface NewTask {
@@ -243,6 +353,8 @@ export interface TaskDetail {
 export interface TaskQuery {
   status?: TaskStatus | undefined;
   type?: string | undefined;
+  userId?: string | undefined;
+  traceId?: string | undefined;
   limit: number;
   cursor?: string | undefined;
 }
@@ -321,7 +433,8 @@ export type WorkKind =
   | "reminder"
   | "cancel_job"
   | "poll"
-  | "maintenance";
+  | "maintenance"
+  | "deliver";
 
 export interface NewWorkItem {
   kind: WorkKind;
@@ -358,3 +471,56 @@ export interface TaskEventRow {
   data: unknown;
   createdAt: number;
 }
+
+export interface NewWebhookEndpoint {
+  tenantId: string;
+  url: string;
+  /** Event types and prefixes (`task.*`); null: every event. */
+  events: string[] | null;
+  secret: string;
+}
+
+export interface WebhookEndpointRow {
+  id: string;
+  tenantId: string;
+  url: string;
+  events: string[] | null;
+  status: "enabled" | "disabled";
+  disabledReason: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export type DeliveryState = "pending" | "delivered" | "failed" | "dead" | "canceled";
+
+export interface WebhookDeliveryRow {
+  id: string;
+  tenantId: string;
+  endpointId: string;
+  eventSeq: number;
+  eventType: string;
+  taskId: string;
+  state: DeliveryState;
+  /** Every attempt ever made. */
+  attempts: number;
+  /** Attempts in the current run of the schedule (a replay starts a new one). */
+  roundAttempts: number;
+  lastStatus: number | null;
+  lastError: ErrorInfo | null;
+  nextAttemptAt: number | null;
+  deliveredAt: number | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface DeliveryAttemptInput {
+  delivery: WebhookDeliveryRow;
+  endpoint: WebhookEndpointRow & { secret: string };
+  event: TaskEventRow;
+}
+
+/** The outcome of one outbound attempt, and what it means for the delivery. */
+export type DeliveryAttemptResult =
+  | { outcome: "delivered"; status: number }
+  | { outcome: "retry"; status: number | null; error: ErrorInfo; nextAttemptAt: number }
+  | { outcome: "dead" | "failed" | "gone"; status: number | null; error: ErrorInfo };

@@ -34,6 +34,10 @@ export interface Ctx {
   sql: Sql;
   clock: Clock;
   ids: IdGenerator;
+  /** Task events the running write appended, as (tenant, seq), announced once it commits. */
+  appended?: [tenantId: string, seq: number][] | undefined;
+  /** Set when the running write queued outbound deliveries, so its commit wakes the workers. */
+  queuedDeliveries?: boolean;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { type ErrorInfo, LonghaulError } from "../../core/errors.ts";
 import { isTerminalJob, type JobStatus, nextJobStatus } from "../../core/job-state.ts";
+import { overBudget } from "../../core/quotas.ts";
 import type { RunOutcome, StoredStep } from "../../core/replay.ts";
 import { isTerminalTask } from "../../core/task-state.ts";
 import type { ProviderEvent } from "../../providers/provider.ts";
@@ -13,7 +14,7 @@ import type {
   TaskRow,
 } from "../store.ts";
 import { type Ctx, json } from "./db.ts";
-import { assertLease, complete, enqueue } from "./queue-ops.ts";
+import { assertLease, complete, enqueue, park } from "./queue-ops.ts";
 import {
   advanceItem,
   emit,
@@ -24,6 +25,7 @@ import {
   toJob,
   toStep,
 } from "./task-ops.ts";
+import { countUsage, slotsInUse, tenant, wakeParked } from "./tenant-ops.ts";
 import { endWait } from "./wait-ops.ts";
 
 export function loadForAdvance(c: Ctx, taskId: string): { task: TaskRow; history: StoredStep[] } | null {
@@ -35,12 +37,58 @@ export function loadForAdvance(c: Ctx, taskId: string): { task: TaskRow; history
   return { task, history };
 }
 
-export function beginAdvance(c: Ctx, lease: Lease, taskId: string): boolean {
+export function beginAdvance(c: Ctx, lease: Lease, taskId: string): "started" | "ended" | "parked" {
   assertLease(c, lease);
   const task = taskRow(c, taskId);
-  if (!task || isTerminalTask(task.status)) return false;
+  if (!task || isTerminalTask(task.status)) {
+    complete(c, lease);
+    return "ended";
+  }
+  // DESIGN §4.6: a new task of a tenant at its job limit (or over a parking budget) waits as pending.
+  if (task.status === "pending" && !hasRoom(c, task.tenantId)) {
+    park(c, lease, c.clock.now() + PARK_MS);
+    return "parked";
+  }
   if (task.status !== "running") setTaskStatus(c, task, "running");
-  return true;
+  return "started";
+}
+
+/** How long parked work waits before it looks again, if nothing wakes it sooner. */
+const PARK_MS = 5000;
+
+function hasRoom(c: Ctx, tenantId: string): boolean {
+  const t = tenant(c, tenantId);
+  if (!t) return true;
+  const q = t.quotas;
+  if (q.budget_policy !== "reject" && overBudget(q, t.tokensUsed)) return false;
+  return q.max_concurrent_jobs == null || slotsInUse(c, tenantId) < q.max_concurrent_jobs;
+}
+
+/**
+ * Admits a job under its tenant's quotas before it is created at the provider. `ok`: go on
+ * (the job now holds a slot). `parked`: the dispatch item waits, woken when a slot frees.
+ * `rejected`: the tenant is over its token budget with the `reject` policy.
+ */
+export function acquireJobSlot(c: Ctx, lease: Lease, jobId: string): "ok" | "parked" | "rejected" {
+  assertLease(c, lease);
+  const j = c.sql.get<{ tenant_id: string; slot: number }>(
+    "SELECT tenant_id, slot FROM jobs WHERE id = ?",
+    jobId,
+  );
+  if (!j || j.slot === 1) return "ok";
+  const t = tenant(c, j.tenant_id);
+  const q = t?.quotas ?? {};
+  if (t && overBudget(q, t.tokensUsed)) {
+    if (q.budget_policy === "reject") return "rejected";
+    park(c, lease, c.clock.now() + PARK_MS);
+    return "parked";
+  }
+  if (q.max_concurrent_jobs != null && slotsInUse(c, j.tenant_id) >= q.max_concurrent_jobs) {
+    park(c, lease, c.clock.now() + PARK_MS);
+    return "parked";
+  }
+  c.sql.run("UPDATE jobs SET slot = 1 WHERE id = ?", jobId);
+  return "ok";
 }
 
 export function storeRunOutcome(c: Ctx, lease: Lease, taskId: string, o: RunOutcome): void {
@@ -127,6 +175,7 @@ export function recordJobCreated(
     provider: j.provider,
     external_id: externalId,
   });
+  countUsage(c, j.tenantId, { jobs_created: 1 });
   const pollAfter = c.sql.get<{ p: number | null }>(
     "SELECT poll_after_ms AS p FROM jobs WHERE id = ?",
     jobId,
@@ -178,8 +227,14 @@ function endJobStep(
     now,
     j.id,
   );
-  // The job has ended: its reconciler poll has nothing left to ask.
+  // The job has ended: its reconciler poll has nothing left to ask, and its slot is free.
   c.sql.run("DELETE FROM work_items WHERE dedupe_key = ? AND status = 'pending'", `poll:${j.id}`);
+  const tokens = (fields.usage as { total_tokens?: number } | undefined)?.total_tokens;
+  countUsage(c, j.tenantId, {
+    ...(jobStatus === "failed" ? { jobs_failed: 1 } : {}),
+    ...(typeof tokens === "number" && tokens > 0 ? { tokens: Math.round(tokens) } : {}),
+  });
+  wakeParked(c, j.tenantId);
   const task = taskRow(c, j.taskId);
   if (!task) return;
   endWait(c, task, j.stepId, stepStatus, {
@@ -299,7 +354,7 @@ export function getInboxEvent(c: Ctx, id: string): InboxEventRow | null {
   return r ? toInbox(r) : null;
 }
 
-function toInbox(r: InboxDbRow): InboxEventRow {
+export function toInbox(r: InboxDbRow): InboxEventRow {
   return {
     id: r.id,
     source: r.source,

@@ -41,6 +41,8 @@ export const defaultMaxAttempts: Record<WorkKind, number> = {
   cancel_job: 8,
   poll: 20,
   maintenance: 5,
+  // The outbound retry schedule decides when a delivery is dead; this only bounds runaways.
+  deliver: 100,
 };
 
 /**
@@ -102,12 +104,14 @@ export function extendLease(c: Ctx, lease: Lease, leaseMs: number): void {
 
 export function claim(c: Ctx, owner: string, limit: number, leaseMs: number): WorkItem[] {
   const now = c.clock.now();
-  const candidates = c.sql.all<{ id: number; concurrency_key: string | null }>(
-    `SELECT id, concurrency_key FROM work_items
-      WHERE status = 'pending' AND run_at <= ?
-      ORDER BY priority DESC, run_at, id LIMIT ?`,
-    now,
-    limit * 4,
+  const candidates = roundRobin(
+    c.sql.all<{ id: number; tenant_id: string | null; concurrency_key: string | null }>(
+      `SELECT id, tenant_id, concurrency_key FROM work_items
+        WHERE status = 'pending' AND run_at <= ?
+        ORDER BY priority DESC, run_at, id LIMIT ?`,
+      now,
+      limit * 8,
+    ),
   );
   const out: WorkItem[] = [];
   const keys = new Set<string>();
@@ -131,6 +135,29 @@ export function claim(c: Ctx, owner: string, limit: number, leaseMs: number): Wo
       cand.id,
     );
     if (row) out.push(toWorkItem(row));
+  }
+  return out;
+}
+
+/**
+ * Fairness across tenants (DESIGN §4.2): due items are taken one per tenant in turn, so a
+ * burst of one tenant does not fill every worker slot ahead of another tenant's work.
+ */
+export function roundRobin<T extends { tenant_id: string | null }>(items: T[]): T[] {
+  const queues = new Map<string, T[]>();
+  for (const it of items) {
+    const key = it.tenant_id ?? "";
+    const q = queues.get(key);
+    if (q) q.push(it);
+    else queues.set(key, [it]);
+  }
+  const out: T[] = [];
+  const lanes = [...queues.values()];
+  for (let i = 0; out.length < items.length; i++) {
+    for (const lane of lanes) {
+      const it = lane[i];
+      if (it) out.push(it);
+    }
   }
   return out;
 }
@@ -165,6 +192,20 @@ function deadLetter(c: Ctx, id: number, error: string): void {
        dedupe_key = NULL, updated_at = ? WHERE id = ?`,
     error,
     c.clock.now(),
+    id,
+  );
+}
+
+/**
+ * Gives a leased item back without counting the attempt, marked parked: it waits for its
+ * tenant's quota, and is woken early when a slot frees or the quotas change.
+ */
+export function park(c: Ctx, lease: Lease, runAt: number): void {
+  assertLease(c, lease);
+  const id = Number(lease.itemId);
+  requeue(c, id, runAt, null);
+  c.sql.run(
+    "UPDATE work_items SET parked = 1, attempts = MAX(0, attempts - 1) WHERE id = ? AND status = 'pending'",
     id,
   );
 }

@@ -6,6 +6,7 @@ import { type Clock, systemClock } from "../../core/clock.ts";
 import type { ErrorInfo } from "../../core/errors.ts";
 import { type IdGenerator, ulidGenerator } from "../../core/ids.ts";
 import type { JobStatus } from "../../core/job-state.ts";
+import type { Quotas } from "../../core/quotas.ts";
 import type { RunOutcome } from "../../core/replay.ts";
 import type { WaitRequest } from "../../core/wait.ts";
 import type { ProviderEvent } from "../../providers/provider.ts";
@@ -13,21 +14,25 @@ import type {
   AdvanceResult,
   ApprovalDecisionInput,
   CallbackDelivery,
+  DeliveryAttemptResult,
+  DeliveryState,
   InboxStatus,
   Lease,
   NewInboxEvent,
   NewTask,
+  NewWebhookEndpoint,
   NewWorkItem,
   Store,
   TaskQuery,
-  TenantRow,
 } from "../store.ts";
 import { type Ctx, openDatabase, Sql } from "./db.ts";
 import * as engine from "./engine-ops.ts";
 import { GroupCommit } from "./group-commit.ts";
 import { migrate } from "./migrate.ts";
+import * as outbound from "./outbound-ops.ts";
 import * as queue from "./queue-ops.ts";
 import * as tasks from "./task-ops.ts";
+import * as tenants from "./tenant-ops.ts";
 import * as waits from "./wait-ops.ts";
 
 export interface SqliteStoreOptions {
@@ -47,6 +52,7 @@ export class SqliteStore implements Store {
   private readonly c: Ctx;
   private readonly writer: GroupCommit;
   private readonly signals = new EventEmitter();
+  private readonly taskEventListeners = new Set<(tenantId: string, seq: number) => void>();
 
   constructor(opts: SqliteStoreOptions) {
     if (opts.path !== ":memory:") mkdirSync(dirname(opts.path), { recursive: true });
@@ -58,12 +64,39 @@ export class SqliteStore implements Store {
   }
 
   private write<T>(op: (c: Ctx) => T, signal?: "work" | "events"): Promise<T> {
+    let appended: Ctx["appended"];
+    let queuedDeliveries = false;
     return this.writer
-      .run(() => op(this.c))
+      .run(() => {
+        // Operations run one at a time, so the shared context collects this one's events alone;
+        // an operation that throws is rolled back and never reaches the lines below.
+        this.c.appended = undefined;
+        this.c.queuedDeliveries = false;
+        const v = op(this.c);
+        appended = this.c.appended;
+        queuedDeliveries = this.c.queuedDeliveries;
+        return v;
+      })
       .then((v) => {
         if (signal) this.signals.emit(signal);
+        if (queuedDeliveries && signal !== "work") this.signals.emit("work");
+        // Resolved only after COMMIT: the events announced here are durable.
+        if (appended) this.announce(appended);
         return v;
       });
+  }
+
+  private announce(events: NonNullable<Ctx["appended"]>): void {
+    for (const [tenantId, seq] of events) {
+      for (const fn of this.taskEventListeners) {
+        try {
+          fn(tenantId, seq);
+        } catch (err) {
+          // The write has committed; a listener's failure must not turn it into a rejection.
+          process.emitWarning(`task event listener failed: ${(err as Error).message}`);
+        }
+      }
+    }
   }
 
   /** Write transactions committed so far (group commit folds a tick's writes into one). */
@@ -77,6 +110,9 @@ export class SqliteStore implements Store {
     return () => this.signals.off("work", fn);
   }
 
+  async health(): Promise<"ok" | "degraded"> {
+    return this.db.open ? "ok" : "degraded";
+  }
   async migrate() {
     return migrate(this.db, this.c.clock.now());
   }
@@ -85,43 +121,35 @@ export class SqliteStore implements Store {
     this.db.close();
   }
 
-  createTenant(t: { id?: string; name: string; keyHash: string }): Promise<TenantRow> {
-    return this.write(({ sql, clock, ids }) => {
-      const id = t.id ?? ids.next("tn");
-      const now = clock.now();
-      sql.run("INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)", id, t.name, now);
-      sql.run("INSERT INTO api_keys (key_hash, tenant_id, created_at) VALUES (?, ?, ?)", t.keyHash, id, now);
-      return { id, name: t.name, createdAt: now };
-    });
+  createTenant(t: { id?: string; name: string; keyHash: string; keyHint?: string; quotas?: Quotas }) {
+    return this.write((c) => tenants.createTenant(c, t));
   }
-  ensureTenant(t: { id: string; name: string; keyHash: string }): Promise<TenantRow> {
-    return this.write(({ sql, clock }) => {
-      const now = clock.now();
-      sql.run(
-        "INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING",
-        t.id,
-        t.name,
-        now,
-      );
-      sql.run(
-        "INSERT INTO api_keys (key_hash, tenant_id, created_at) VALUES (?, ?, ?) ON CONFLICT (key_hash) DO NOTHING",
-        t.keyHash,
-        t.id,
-        now,
-      );
-      const r = sql.get<{ id: string; name: string; created_at: number }>(
-        "SELECT * FROM tenants WHERE id = ?",
-        t.id,
-      )!;
-      return { id: r.id, name: r.name, createdAt: r.created_at };
-    });
+  ensureTenant(t: { id: string; name: string; keyHash: string }) {
+    return this.write((c) => tenants.ensureTenant(c, t));
   }
-  async tenantByKeyHash(keyHash: string): Promise<TenantRow | null> {
-    const r = this.c.sql.get<{ id: string; name: string; created_at: number }>(
-      `SELECT t.* FROM api_keys k JOIN tenants t ON t.id = k.tenant_id WHERE k.key_hash = ? AND k.revoked_at IS NULL`,
-      keyHash,
-    );
-    return r ? { id: r.id, name: r.name, createdAt: r.created_at } : null;
+  async tenantByKeyHash(keyHash: string) {
+    return tenants.tenantByKeyHash(this.c, keyHash);
+  }
+  async getTenant(id: string) {
+    return tenants.tenant(this.c, id);
+  }
+  async listTenants() {
+    return tenants.listTenants(this.c);
+  }
+  updateTenant(id: string, patch: { name?: string; quotas?: Quotas }) {
+    return this.write((c) => tenants.updateTenant(c, id, patch), "work");
+  }
+  addApiKey(tenantId: string, keyHash: string, hint: string) {
+    return this.write((c) => tenants.addApiKey(c, tenantId, keyHash, hint));
+  }
+  revokeApiKey(tenantId: string, keyId: string) {
+    return this.write((c) => tenants.revokeApiKey(c, tenantId, keyId));
+  }
+  async listApiKeys(tenantId: string) {
+    return tenants.listApiKeys(this.c, tenantId);
+  }
+  async usage(tenantId: string, days: number) {
+    return tenants.usage(this.c, tenantId, days);
   }
 
   submitTask(t: NewTask) {
@@ -142,6 +170,9 @@ export class SqliteStore implements Store {
   }
   beginAdvance(lease: Lease, taskId: string) {
     return this.write((c) => engine.beginAdvance(c, lease, taskId));
+  }
+  acquireJobSlot(lease: Lease, jobId: string) {
+    return this.write((c) => engine.acquireJobSlot(c, lease, jobId));
   }
   storeRunOutcome(lease: Lease, taskId: string, outcome: RunOutcome) {
     return this.write((c) => engine.storeRunOutcome(c, lease, taskId, outcome));
@@ -254,5 +285,61 @@ export class SqliteStore implements Store {
       sql.run("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING", key, value);
       return sql.get<{ value: string }>("SELECT value FROM meta WHERE key = ?", key)!.value;
     });
+  }
+
+  // ── realtime ──
+  onTaskEvents(fn: (tenantId: string, seq: number) => void): () => void {
+    this.taskEventListeners.add(fn);
+    return () => this.taskEventListeners.delete(fn);
+  }
+  async lastTaskEventSeq(tenantId: string) {
+    return (
+      this.c.sql.get<{ s: number | null }>(
+        "SELECT MAX(seq) AS s FROM task_events WHERE tenant_id = ?",
+        tenantId,
+      )?.s ?? 0
+    );
+  }
+
+  // ── outbound ──
+  createWebhookEndpoint(e: NewWebhookEndpoint) {
+    return this.write((c) => outbound.createEndpoint(c, e));
+  }
+  async listWebhookEndpoints(tenantId: string) {
+    return outbound.listEndpoints(this.c, tenantId);
+  }
+  deleteWebhookEndpoint(tenantId: string, endpointId: string) {
+    return this.write((c) => outbound.deleteEndpoint(c, tenantId, endpointId));
+  }
+  async listWebhookDeliveries(
+    tenantId: string,
+    endpointId: string,
+    q: { limit: number; cursor?: string | undefined; state?: DeliveryState | undefined },
+  ) {
+    return outbound.listDeliveries(this.c, tenantId, endpointId, q);
+  }
+  replayWebhookDelivery(tenantId: string, endpointId: string, deliveryId: string) {
+    return this.write((c) => outbound.replayDelivery(c, tenantId, endpointId, deliveryId), "work");
+  }
+  async deliveryForAttempt(deliveryId: string) {
+    return outbound.deliveryForAttempt(this.c, deliveryId);
+  }
+  recordDeliveryAttempt(lease: Lease, deliveryId: string, result: DeliveryAttemptResult) {
+    return this.write((c) => outbound.recordAttempt(c, lease, deliveryId, result), "work");
+  }
+
+  // ── dashboard ──
+  async inboxForJobs(provider: string, externalIds: string[]) {
+    if (externalIds.length === 0) return [];
+    // One statement for any number of ids; the IN over json_each still probes inbox_by_job.
+    return this.c.sql
+      .all<Parameters<typeof engine.toInbox>[0]>(
+        `SELECT * FROM inbox_events
+          WHERE provider = ? AND job_external_id IN (SELECT value FROM json_each(?))
+          ORDER BY received_at, id`,
+        provider,
+        JSON.stringify(externalIds),
+      )
+      .map(engine.toInbox);
   }
 }

@@ -1,11 +1,14 @@
 import type { ErrorInfo } from "../../core/errors.ts";
 import { LonghaulError } from "../../core/errors.ts";
 import type { JobStatus } from "../../core/job-state.ts";
+import { overBudget, secondsUntilNextDay } from "../../core/quotas.ts";
 import type { StepKind, StepStatus } from "../../core/step-state.ts";
 import { isTerminalTask, type TaskStatus } from "../../core/task-state.ts";
 import type { JobRow, NewTask, StepRow, TaskDetail, TaskEventRow, TaskQuery, TaskRow } from "../store.ts";
 import { type Ctx, json, parseJson } from "./db.ts";
+import { fanOut } from "./outbound-ops.ts";
 import { enqueue } from "./queue-ops.ts";
+import { countUsage, tasksSubmittedToday, tenant, wakeParked } from "./tenant-ops.ts";
 
 interface TaskDbRow {
   id: string;
@@ -106,9 +109,12 @@ export const toJob = (r: JobDbRow): JobRow => ({
   updatedAt: r.updated_at,
 });
 
-/** Appends to the tenant's task event log (in the caller's transaction). */
+/**
+ * Appends to the tenant's task event log (in the caller's transaction), with the outbound
+ * deliveries it owes, and notes it to be announced once the transaction commits.
+ */
 export function emit(c: Ctx, tenantId: string, taskId: string, type: string, data: unknown): void {
-  c.sql.run(
+  const { lastInsertRowid } = c.sql.run(
     "INSERT INTO task_events (tenant_id, task_id, type, data, created_at) VALUES (?, ?, ?, ?, ?)",
     tenantId,
     taskId,
@@ -116,6 +122,10 @@ export function emit(c: Ctx, tenantId: string, taskId: string, type: string, dat
     json(data),
     c.clock.now(),
   );
+  const seq = Number(lastInsertRowid);
+  c.appended ??= [];
+  c.appended.push([tenantId, seq]);
+  fanOut(c, tenantId, taskId, seq, type);
 }
 
 export const advanceItem = (tenantId: string, taskId: string, runAt?: number) => ({
@@ -173,6 +183,8 @@ export function submitTask(c: Ctx, t: NewTask): { task: TaskRow; created: boolea
     }
   }
   const now = c.clock.now();
+  checkSubmitQuotas(c, t.tenantId, now);
+  countUsage(c, t.tenantId, { tasks_submitted: 1 });
   const id = c.ids.next("t");
   const row = c.sql.get<TaskDbRow>(
     `INSERT INTO tasks (id, tenant_id, type, status, input, client_request_id, user_id, trace_id, created_at, updated_at)
@@ -190,6 +202,27 @@ export function submitTask(c: Ctx, t: NewTask): { task: TaskRow; created: boolea
   emit(c, t.tenantId, id, "task.created", { type: t.type });
   enqueue(c, [advanceItem(t.tenantId, id)]);
   return { task: toTask(row), created: true };
+}
+
+/** DESIGN §4.6: the daily task limit, and the token budget under the `reject` policy. */
+function checkSubmitQuotas(c: Ctx, tenantId: string, now: number): void {
+  const t = tenant(c, tenantId);
+  if (!t) return;
+  const q = t.quotas;
+  if (q.tasks_per_day != null && tasksSubmittedToday(c, tenantId) >= q.tasks_per_day) {
+    const retryAfter = secondsUntilNextDay(now);
+    throw new LonghaulError(
+      "QUOTA_EXCEEDED",
+      `This tenant may submit ${q.tasks_per_day} tasks a day and has reached it; try again in ${retryAfter} s (the limit resets at midnight UTC).`,
+      { details: { retry_after_s: retryAfter } },
+    );
+  }
+  if (q.budget_policy === "reject" && overBudget(q, t.tokensUsed)) {
+    throw new LonghaulError(
+      "BUDGET_EXCEEDED",
+      `This tenant has used ${t.tokensUsed} of its ${q.token_budget} tokens; ask an admin to raise token_budget.`,
+    );
+  }
 }
 
 export function getTask(c: Ctx, tenantId: string, taskId: string): TaskDetail | null {
@@ -220,6 +253,14 @@ export function listTasks(
   if (q.type) {
     where.push("type = ?");
     params.push(q.type);
+  }
+  if (q.userId) {
+    where.push("user_id = ?");
+    params.push(q.userId);
+  }
+  if (q.traceId) {
+    where.push("trace_id = ?");
+    params.push(q.traceId);
   }
   if (q.cursor) {
     where.push("id < ?");
@@ -266,6 +307,7 @@ export function cancelTask(c: Ctx, tenantId: string, taskId: string): TaskRow {
     enqueue(c, [{ kind: "cancel_job", tenantId, payload: { jobId: j.id }, dedupeKey: `cancel:${j.id}` }]);
   }
   setTaskStatus(c, t, "canceled");
+  wakeParked(c, tenantId);
   return taskRow(c, taskId)!;
 }
 

@@ -22,6 +22,7 @@ import type {
 import { type Ctx, json, parseJson } from "./db.ts";
 import { assertLease, complete, enqueue } from "./queue-ops.ts";
 import { advanceItem, emit, type StepDbRow, taskRow, toStep } from "./task-ops.ts";
+import { wakeParked } from "./tenant-ops.ts";
 
 function stepRow(c: Ctx, taskId: string, stepId: string): StepRow | null {
   const r = c.sql.get<StepDbRow>("SELECT * FROM steps WHERE task_id = ? AND step_id = ?", taskId, stepId);
@@ -382,6 +383,7 @@ export function fireTimeout(c: Ctx, lease: Lease, taskId: string, stepId: string
       );
       if (job && !isTerminalJob(job.status as never)) {
         c.sql.run("UPDATE jobs SET status = 'timed_out', updated_at = ? WHERE id = ?", c.clock.now(), job.id);
+        wakeParked(c, task.tenantId);
         c.sql.run("DELETE FROM work_items WHERE dedupe_key = ? AND status = 'pending'", `poll:${job.id}`);
         if (job.cancel_on_timeout === 1) {
           enqueue(c, [

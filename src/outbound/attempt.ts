@@ -1,0 +1,109 @@
+import { type ErrorInfo, LonghaulError } from "../core/errors.ts";
+import { signStandardWebhook } from "../ingress/standard-webhooks.ts";
+import type { DeliveryAttemptInput, DeliveryAttemptResult, TaskEventRow } from "../store/store.ts";
+import { type PostResult, postPinned } from "./post-pinned.ts";
+import type { OutboundSettings } from "./settings.ts";
+import { vetTarget } from "./ssrf.ts";
+
+const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
+const JITTER = 0.1;
+
+/** The JSON body of an outbound webhook: the same bytes on every attempt of one event. */
+export function webhookBody(event: TaskEventRow): string {
+  const data =
+    typeof event.data === "object" && event.data !== null && !Array.isArray(event.data)
+      ? event.data
+      : { value: event.data };
+  return JSON.stringify({
+    type: event.type,
+    timestamp: new Date(event.createdAt).toISOString(),
+    data: { task_id: event.taskId, seq: event.seq, ...data },
+  });
+}
+
+/** `webhook-id` is one per event, so a receiver dedupes retries and replays by it. */
+export const webhookId = (event: TaskEventRow) => `msg_${event.seq}`;
+
+/**
+ * Makes one attempt of a delivery and says what comes next: `delivered` on a 2xx, `gone`
+ * on 410 (the endpoint is disabled), `failed` for a target the SSRF policy refuses (no
+ * retry can help), otherwise `retry` at the next slot of the schedule (jittered, and never
+ * before a `Retry-After`), or `dead` after its last slot.
+ */
+export async function attemptDelivery(
+  input: DeliveryAttemptInput,
+  settings: OutboundSettings,
+  opts: { now: () => number; random: () => number },
+): Promise<DeliveryAttemptResult> {
+  const { endpoint, event } = input;
+  const body = webhookBody(event);
+  const id = webhookId(event);
+  const timestampS = Math.floor(opts.now() / 1000);
+  let answer: PostResult;
+  try {
+    const target = await vetTarget(endpoint.url, settings);
+    answer = await postPinned(target, {
+      body,
+      timeoutMs: settings.timeoutMs,
+      headers: {
+        "content-type": "application/json",
+        "user-agent": "longhaul-webhooks/1",
+        "webhook-id": id,
+        "webhook-timestamp": String(timestampS),
+        "webhook-signature": signStandardWebhook({ id, timestampS, body, secret: endpoint.secret }),
+      },
+    });
+  } catch (err) {
+    if (err instanceof LonghaulError && err.code === "TARGET_FORBIDDEN") {
+      return { outcome: "failed", status: null, error: { code: err.code, message: err.message } };
+    }
+    const message = err instanceof Error ? err.message : String(err);
+    return next(input, settings, opts, null, null, {
+      code: "CONNECTION_FAILED",
+      message: `Could not reach ${endpoint.url}: ${message}`,
+    });
+  }
+  const { status } = answer;
+  if (status >= 200 && status < 300) return { outcome: "delivered", status };
+  const said = answer.snippet.trim() ? `: ${answer.snippet.trim().slice(0, 200)}` : "";
+  if (status === 410) {
+    return {
+      outcome: "gone",
+      status,
+      error: {
+        code: "ENDPOINT_GONE",
+        message: `${endpoint.url} answered 410 Gone, so the endpoint was disabled${said}`,
+      },
+    };
+  }
+  const error: ErrorInfo =
+    status >= 300 && status < 400
+      ? {
+          code: "REDIRECT_REFUSED",
+          message: `${endpoint.url} answered ${status}; redirects are not followed, so register the final URL.`,
+        }
+      : { code: "HTTP_STATUS", message: `${endpoint.url} answered ${status}${said}` };
+  return next(input, settings, opts, status, answer.retryAfterMs, error);
+}
+
+function next(
+  input: DeliveryAttemptInput,
+  settings: OutboundSettings,
+  opts: { now: () => number; random: () => number },
+  status: number | null,
+  retryAfterMs: number | null,
+  error: ErrorInfo,
+): DeliveryAttemptResult {
+  const made = input.delivery.roundAttempts + 1;
+  const slot = settings.retryScheduleMs[made];
+  if (slot === undefined) {
+    return {
+      outcome: "dead",
+      status,
+      error: { ...error, message: `${error.message} (gave up after ${made} attempts; replay it when fixed)` },
+    };
+  }
+  const jittered = slot * (1 - JITTER + 2 * JITTER * opts.random());
+  const delay = Math.max(jittered, Math.min(retryAfterMs ?? 0, MAX_RETRY_AFTER_MS));
+  return { outcome: "retry", status, error, nextAttemptAt: opts.now() + Math.round(delay) };
+}

@@ -1,0 +1,508 @@
+import { type ErrorInfo, LonghaulError } from "../../core/errors.ts";
+import { isTerminalJob, type JobStatus, nextJobStatus } from "../../core/job-state.ts";
+import { overBudget } from "../../core/quotas.ts";
+import type { RunOutcome, StoredStep } from "../../core/replay.ts";
+import { isTerminalTask } from "../../core/task-state.ts";
+import type { ProviderEvent } from "../../providers/provider.ts";
+import type {
+  AdvanceResult,
+  ApplyOutcome,
+  InboxEventRow,
+  InboxStatus,
+  JobRow,
+  Lease,
+  NewInboxEvent,
+  TaskRow,
+} from "../store.ts";
+import { advisoryLock, type Ctx, json } from "./db.ts";
+import { emit } from "./event-log.ts";
+import { assertLease, enqueue, park, removeItem } from "./queue-ops.ts";
+import {
+  advanceItem,
+  type JobDbRow,
+  lockTask,
+  type StepDbRow,
+  setTaskStatus,
+  taskRow,
+  toJob,
+  toStep,
+} from "./task-ops.ts";
+import { countUsage, lockSlots, slotsInUse, tenant, wakeParked } from "./tenant-ops.ts";
+import { endWait } from "./wait-ops.ts";
+
+export async function loadForAdvance(
+  c: Ctx,
+  taskId: string,
+): Promise<{ task: TaskRow; history: StoredStep[] } | null> {
+  const task = await taskRow(c, taskId);
+  if (!task) return null;
+  const steps = await c.sql.all<StepDbRow>("SELECT * FROM steps WHERE task_id = $1 ORDER BY position", [taskId]);
+  return { task, history: steps.map(toStep) };
+}
+
+export async function beginAdvance(
+  c: Ctx,
+  lease: Lease,
+  taskId: string,
+): Promise<"started" | "ended" | "parked"> {
+  await assertLease(c, lease);
+  const task = await lockTask(c, taskId);
+  if (!task || isTerminalTask(task.status)) {
+    await removeItem(c, lease);
+    return "ended";
+  }
+  // DESIGN §4.6: a new task of a tenant at its job limit (or over a parking budget) waits as pending.
+  if (task.status === "pending" && !(await hasRoom(c, task.tenantId))) {
+    await park(c, lease, c.clock.now() + PARK_MS);
+    return "parked";
+  }
+  if (task.status !== "running") await setTaskStatus(c, task, "running");
+  return "started";
+}
+
+/** How long parked work waits before it looks again, if nothing wakes it sooner. */
+const PARK_MS = 5000;
+
+async function hasRoom(c: Ctx, tenantId: string): Promise<boolean> {
+  const t = await tenant(c, tenantId);
+  if (!t) return true;
+  const q = t.quotas;
+  if (q.budget_policy !== "reject" && overBudget(q, t.tokensUsed)) return false;
+  return q.max_concurrent_jobs == null || (await slotsInUse(c, tenantId)) < q.max_concurrent_jobs;
+}
+
+/**
+ * Admits a job under its tenant's quotas before it is created at the provider. `ok`: go on
+ * (the job now holds a slot). `parked`: the dispatch item waits, woken when a slot frees.
+ * `rejected`: the tenant is over its token budget with the `reject` policy. Admissions of one
+ * tenant take a lock, so two of them never both take its last free slot.
+ */
+export async function acquireJobSlot(c: Ctx, lease: Lease, jobId: string): Promise<"ok" | "parked" | "rejected"> {
+  await assertLease(c, lease);
+  const known = await c.sql.get<{ tenant_id: string; slot: boolean }>(
+    "SELECT tenant_id, slot FROM jobs WHERE id = $1",
+    [jobId],
+  );
+  if (!known || known.slot) return "ok";
+  const t = await tenant(c, known.tenant_id);
+  const q = t?.quotas ?? {};
+  if (t && overBudget(q, t.tokensUsed)) {
+    if (q.budget_policy === "reject") return "rejected";
+    await park(c, lease, c.clock.now() + PARK_MS);
+    return "parked";
+  }
+  if (q.max_concurrent_jobs != null) {
+    await lockSlots(c, known.tenant_id);
+    if ((await slotsInUse(c, known.tenant_id)) >= q.max_concurrent_jobs) {
+      await park(c, lease, c.clock.now() + PARK_MS);
+      return "parked";
+    }
+  }
+  await c.sql.run("UPDATE jobs SET slot = TRUE WHERE id = $1", [jobId]);
+  return "ok";
+}
+
+export async function storeRunOutcome(c: Ctx, lease: Lease, taskId: string, o: RunOutcome): Promise<void> {
+  await assertLease(c, lease);
+  const task = (await lockTask(c, taskId))!;
+  const now = c.clock.now();
+  // The primary key (task_id, step_id) and the status guard keep a stored outcome final.
+  const changed = await c.sql.run(
+    `INSERT INTO steps (task_id, step_id, position, kind, status, output, error, attempts, created_at, updated_at)
+     VALUES ($1, $2, $3, 'run', $4, $5, $6, $7, $8, $8)
+     ON CONFLICT (task_id, step_id) DO UPDATE SET status = excluded.status, output = excluded.output,
+       error = excluded.error, attempts = excluded.attempts, updated_at = excluded.updated_at
+     WHERE steps.status = 'running'`,
+    [
+      taskId,
+      o.stepId,
+      o.position,
+      o.status,
+      o.status === "succeeded" ? json(o.output) : null,
+      o.status === "succeeded" ? null : json(o.error),
+      o.attempts,
+      now,
+    ],
+  );
+  if (changed > 0 && o.status !== "running") {
+    emit(c, task.tenantId, taskId, `step.${o.status}`, { step_id: o.stepId, kind: "run" });
+  }
+}
+
+export async function finishAdvance(c: Ctx, lease: Lease, taskId: string, r: AdvanceResult): Promise<void> {
+  await assertLease(c, lease);
+  const task = await lockTask(c, taskId);
+  await removeItem(c, lease);
+  if (!task || isTerminalTask(task.status)) return;
+  switch (r.kind) {
+    case "succeeded":
+      return setTaskStatus(c, task, "succeeded", { output: r.output });
+    case "failed":
+      return setTaskStatus(c, task, "failed", { error: r.error });
+    case "retry":
+      return enqueue(c, [advanceItem(task.tenantId, taskId, r.runAt)]);
+    case "timed_out":
+      return setTaskStatus(c, task, "timed_out", { error: r.error });
+    case "suspended":
+      return setTaskStatus(c, task, "waiting");
+  }
+}
+
+async function jobRow(c: Ctx, jobId: string, lock = false): Promise<JobDbRow | undefined> {
+  return c.sql.get<JobDbRow>(
+    lock ? "SELECT * FROM jobs WHERE id = $1 FOR UPDATE" : "SELECT * FROM jobs WHERE id = $1",
+    [jobId],
+  );
+}
+
+export async function getJob(c: Ctx, jobId: string): Promise<JobRow | null> {
+  const r = await jobRow(c, jobId);
+  return r ? toJob(r) : null;
+}
+
+/**
+ * The lock that pairs an early event with its job's creation (DESIGN §3.5). Both
+ * `applyJobEvent` (which may find no job and park the event as unmatched) and
+ * `recordJobCreated` (which looks for parked events) take it before they read, so one of
+ * them always runs after the other has committed and sees what it wrote: the event cannot be
+ * parked after the creation already looked for it.
+ */
+const jobKeyLock = (c: Ctx, provider: string, externalId: string) =>
+  advisoryLock(c, `job:${provider}:${externalId}`);
+
+export async function recordJobCreated(
+  c: Ctx,
+  lease: Lease,
+  jobId: string,
+  externalId: string,
+  status: JobStatus,
+): Promise<void> {
+  await assertLease(c, lease);
+  await removeItem(c, lease);
+  const known = await jobRow(c, jobId);
+  if (!known || known.external_id !== null) return;
+  await jobKeyLock(c, known.provider, externalId);
+  const j = (await jobRow(c, jobId, true))!;
+  if (j.external_id !== null) return;
+  const now = c.clock.now();
+  await c.sql.run(
+    "UPDATE jobs SET external_id = $1, status = CASE WHEN status = 'pending' THEN $2 ELSE status END, updated_at = $3 WHERE id = $4",
+    [externalId, status, now, jobId],
+  );
+  emit(c, j.tenant_id, j.task_id, "job.created", {
+    step_id: j.step_id,
+    job_id: jobId,
+    provider: j.provider,
+    external_id: externalId,
+  });
+  await countUsage(c, j.tenant_id, { jobs_created: 1 });
+  const items = [];
+  if (j.poll_after_ms != null) items.push(pollItem(j.tenant_id, jobId, now + j.poll_after_ms, 1));
+  // DESIGN §3.5: events that came before the job was known are applied now.
+  const early = await c.sql.all<{ id: string }>(
+    `WITH woken AS (
+       UPDATE inbox_events SET status = 'received', updated_at = $3
+        WHERE provider = $1 AND job_external_id = $2 AND status = 'unmatched'
+       RETURNING id, received_at
+     )
+     SELECT id FROM woken ORDER BY received_at, id`,
+    [j.provider, externalId, now],
+  );
+  for (const e of early) items.push(applyItem(j.tenant_id, e.id));
+  await enqueue(c, items);
+}
+
+const pollItem = (tenantId: string, jobId: string, runAt: number, attempt: number) => ({
+  kind: "poll" as const,
+  tenantId,
+  payload: { jobId, attempt },
+  runAt,
+  dedupeKey: `poll:${jobId}`,
+});
+
+const applyItem = (tenantId: string | null, inboxId: string) => ({
+  kind: "apply_event" as const,
+  tenantId,
+  payload: { inboxId },
+  dedupeKey: `apply:${inboxId}`,
+});
+
+/**
+ * Ends a job's step with `stepStatus`, stores the job's final fields, and advances its task.
+ * The caller holds the task's lock.
+ */
+async function endJobStep(
+  c: Ctx,
+  task: TaskRow,
+  j: JobDbRow,
+  jobStatus: JobStatus,
+  stepStatus: "succeeded" | "failed" | "timed_out",
+  fields: { output?: unknown; error?: ErrorInfo | null; usage?: unknown },
+): Promise<void> {
+  await c.sql.run(
+    `UPDATE jobs SET status = $1, output = COALESCE($2, output), error = COALESCE($3, error),
+       usage = COALESCE($4, usage), updated_at = $5 WHERE id = $6`,
+    [
+      jobStatus,
+      fields.output === undefined ? null : json(fields.output),
+      fields.error ? json(fields.error) : null,
+      fields.usage === undefined ? null : json(fields.usage),
+      c.clock.now(),
+      j.id,
+    ],
+  );
+  // The job has ended: its reconciler poll has nothing left to ask, and its slot is free.
+  await c.sql.run("DELETE FROM work_items WHERE dedupe_key = $1 AND status = 'pending'", [`poll:${j.id}`]);
+  const tokens = (fields.usage as { total_tokens?: number } | undefined)?.total_tokens;
+  await countUsage(c, j.tenant_id, {
+    ...(jobStatus === "failed" ? { jobs_failed: 1 } : {}),
+    ...(typeof tokens === "number" && tokens > 0 ? { tokens: Math.round(tokens) } : {}),
+  });
+  await wakeParked(c, j.tenant_id);
+  await endWait(c, task, j.step_id, stepStatus, {
+    ...(stepStatus === "succeeded" ? { output: fields.output } : {}),
+    ...(fields.error ? { error: fields.error } : {}),
+  });
+}
+
+/** Locks the task of a job, then reads the job afresh (see `lockTask` for the order). */
+async function lockJobAndTask(c: Ctx, taskId: string, jobId: string) {
+  // A job's task always exists: jobs.task_id references tasks, and tasks are never deleted.
+  const task = (await lockTask(c, taskId))!;
+  const job = (await jobRow(c, jobId, true))!;
+  return { task, job };
+}
+
+export async function failJob(c: Ctx, lease: Lease, jobId: string, error: ErrorInfo): Promise<void> {
+  await assertLease(c, lease);
+  await removeItem(c, lease);
+  const known = await jobRow(c, jobId);
+  if (!known) return;
+  const { task, job } = await lockJobAndTask(c, known.task_id, jobId);
+  if (isTerminalJob(job.status)) return;
+  await endJobStep(c, task, job, "failed", "failed", { error });
+}
+
+export async function recordPoll(
+  c: Ctx,
+  lease: Lease,
+  jobId: string,
+  event: NewInboxEvent | null,
+  next: { runAt: number; attempt: number } | null,
+): Promise<void> {
+  await assertLease(c, lease);
+  await removeItem(c, lease);
+  if (event) await recordEvent(c, event);
+  // FOR SHARE: a job that ends meanwhile deletes its pending poll after this commits, or is
+  // seen ended here; either way no poll is left behind for an ended job.
+  const j = await c.sql.get<{ tenant_id: string; status: JobStatus }>(
+    "SELECT tenant_id, status FROM jobs WHERE id = $1 FOR SHARE",
+    [jobId],
+  );
+  if (next && j && !isTerminalJob(j.status)) {
+    await enqueue(c, [pollItem(j.tenant_id, jobId, next.runAt, next.attempt)]);
+  }
+}
+
+export async function pruneInbox(c: Ctx, before: number): Promise<number> {
+  return c.sql.run("DELETE FROM inbox_events WHERE received_at < $1", [before]);
+}
+
+export async function listInbox(
+  c: Ctx,
+  q: {
+    source?: string | undefined;
+    status?: InboxStatus | undefined;
+    limit: number;
+    cursor?: string | undefined;
+  },
+): Promise<{ events: InboxEventRow[]; nextCursor: string | null }> {
+  const params: unknown[] = [];
+  const where = ["TRUE"];
+  const add = (clause: string, value: unknown) => {
+    params.push(value);
+    where.push(clause.replace("?", `$${params.length}`));
+  };
+  if (q.source) add("source = ?", q.source);
+  if (q.status) add("status = ?", q.status);
+  if (q.cursor) add("id < ?", q.cursor);
+  params.push(q.limit + 1);
+  const rows = await c.sql.all<InboxDbRow>(
+    `SELECT * FROM inbox_events WHERE ${where.join(" AND ")} ORDER BY id DESC LIMIT $${params.length}`,
+    params,
+  );
+  const events = rows.slice(0, q.limit).map(toInbox);
+  return { events, nextCursor: rows.length > q.limit ? (events.at(-1)?.id ?? null) : null };
+}
+
+export async function replayInboxEvent(c: Ctx, id: string): Promise<InboxEventRow> {
+  const row = await c.sql.get<{ id: string }>("SELECT id FROM inbox_events WHERE id = $1 FOR UPDATE", [id]);
+  if (!row) throw new LonghaulError("EVENT_NOT_FOUND", `No inbox event ${id}.`);
+  await markInbox(c, id, "received", { note: "replayed" });
+  await enqueue(c, [applyItem(null, id)]);
+  return (await getInboxEvent(c, id))!;
+}
+
+export async function recordEvent(c: Ctx, e: NewInboxEvent): Promise<{ id: string; duplicate: boolean }> {
+  const now = c.clock.now();
+  const inserted = await c.sql.get<{ id: string }>(
+    `INSERT INTO inbox_events (id, source, provider, event_id, body, status, received_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, 'received', $6, $6) ON CONFLICT (source, event_id) DO NOTHING RETURNING id`,
+    [c.ids.next("evt"), e.source, e.provider, e.eventId, e.body, now],
+  );
+  if (!inserted) {
+    const existing = (await c.sql.get<{ id: string }>(
+      "SELECT id FROM inbox_events WHERE source = $1 AND event_id = $2",
+      [e.source, e.eventId],
+    ))!;
+    return { id: existing.id, duplicate: true };
+  }
+  await enqueue(c, [applyItem(null, inserted.id)]);
+  return { id: inserted.id, duplicate: false };
+}
+
+interface InboxDbRow {
+  id: string;
+  source: string;
+  provider: string;
+  event_id: string;
+  body: Buffer;
+  status: InboxStatus;
+  type: string | null;
+  job_external_id: string | null;
+  note: string | null;
+  received_at: number;
+}
+
+/** Every inbox row of the given jobs of one provider, oldest first (a task's timeline). */
+export async function inboxForJobs(c: Ctx, provider: string, externalIds: string[]): Promise<InboxEventRow[]> {
+  if (externalIds.length === 0) return [];
+  const rows = await c.sql.all<InboxDbRow>(
+    `SELECT * FROM inbox_events WHERE provider = $1 AND job_external_id = ANY($2::text[])
+      ORDER BY received_at, id`,
+    [provider, externalIds],
+  );
+  return rows.map(toInbox);
+}
+
+export async function getInboxEvent(c: Ctx, id: string): Promise<InboxEventRow | null> {
+  const r = await c.sql.get<InboxDbRow>("SELECT * FROM inbox_events WHERE id = $1", [id]);
+  return r ? toInbox(r) : null;
+}
+
+export function toInbox(r: InboxDbRow): InboxEventRow {
+  return {
+    id: r.id,
+    source: r.source,
+    provider: r.provider,
+    eventId: r.event_id,
+    body: r.body,
+    status: r.status,
+    type: r.type,
+    jobExternalId: r.job_external_id,
+    note: r.note,
+    receivedAt: r.received_at,
+  };
+}
+
+async function markInbox(
+  c: Ctx,
+  id: string,
+  status: InboxStatus,
+  fields: { type?: string; jobExternalId?: string; note?: string },
+): Promise<void> {
+  await c.sql.run(
+    `UPDATE inbox_events SET status = $1, type = COALESCE($2, type), job_external_id = COALESCE($3, job_external_id),
+       note = $4, updated_at = $5 WHERE id = $6`,
+    [status, fields.type ?? null, fields.jobExternalId ?? null, fields.note ?? null, c.clock.now(), id],
+  );
+}
+
+/**
+ * Applies a provider event once. Lock order: the job key (pairs with recordJobCreated), the
+ * inbox row (a replayed twin of this item waits, then sees the event applied), the task.
+ */
+export async function applyJobEvent(
+  c: Ctx,
+  lease: Lease,
+  inboxId: string,
+  provider: string,
+  ev: ProviderEvent,
+): Promise<ApplyOutcome> {
+  await assertLease(c, lease);
+  await removeItem(c, lease);
+  await jobKeyLock(c, provider, ev.jobId);
+  const inbox = await c.sql.get<{ status: InboxStatus }>(
+    "SELECT status FROM inbox_events WHERE id = $1 FOR UPDATE",
+    [inboxId],
+  );
+  // Applied once (DESIGN §3.2): a replayed item for an event already applied or ignored does nothing.
+  if (!inbox || (inbox.status !== "received" && inbox.status !== "unmatched")) return "ignored";
+  const found = await c.sql.get<{ id: string; task_id: string }>(
+    "SELECT id, task_id FROM jobs WHERE provider = $1 AND external_id = $2",
+    [provider, ev.jobId],
+  );
+  if (!found) {
+    // DESIGN §3.5: kept until the job is recorded, then re-queued by recordJobCreated.
+    await markInbox(c, inboxId, "unmatched", {
+      type: ev.type,
+      jobExternalId: ev.jobId,
+      note: "no job with this id yet",
+    });
+    return "unmatched";
+  }
+  const { task, job: j } = await lockJobAndTask(c, found.task_id, found.id);
+  const to = nextJobStatus(j.status, ev.type);
+  if (j.status === "timed_out" && (ev.type === "job.succeeded" || ev.type === "job.failed")) {
+    // DESIGN §4.4: a result after the deadline is kept for people to see, never applied.
+    await c.sql.run("UPDATE steps SET late_output = $1 WHERE task_id = $2 AND step_id = $3", [
+      json({
+        type: ev.type,
+        output: ev.output ?? null,
+        error: ev.error ?? null,
+        received_at: new Date(c.clock.now()).toISOString(),
+      }),
+      j.task_id,
+      j.step_id,
+    ]);
+    await markInbox(c, inboxId, "ignored", {
+      type: ev.type,
+      jobExternalId: ev.jobId,
+      note: "late result: the step had timed out",
+    });
+    return "ignored";
+  }
+  if (to === null) {
+    // DESIGN §3.3: recorded, never applied backwards.
+    await markInbox(c, inboxId, "ignored", {
+      type: ev.type,
+      jobExternalId: ev.jobId,
+      note: `job is already ${j.status}; a ${ev.type} event cannot move it`,
+    });
+    return "ignored";
+  }
+  await markInbox(c, inboxId, "applied", { type: ev.type, jobExternalId: ev.jobId });
+  if (to === "succeeded" || to === "failed" || to === "canceled") {
+    const fields =
+      to === "succeeded"
+        ? { output: ev.output ?? null, usage: ev.usage }
+        : {
+            error: {
+              code: ev.error?.code ?? (to === "canceled" ? "JOB_CANCELED" : "JOB_FAILED"),
+              message: ev.error?.message ?? `The ${provider} job ${ev.jobId} ${to}.`,
+            },
+            usage: ev.usage,
+          };
+    await endJobStep(c, task, j, to, to === "succeeded" ? "succeeded" : "failed", fields);
+  } else {
+    await c.sql.run("UPDATE jobs SET status = $1, updated_at = $2 WHERE id = $3", [to, c.clock.now(), j.id]);
+    emit(c, j.tenant_id, j.task_id, `job.${to}`, { step_id: j.step_id, job_id: j.id });
+  }
+  return "applied";
+}
+
+export async function rejectInboxEvent(c: Ctx, lease: Lease, inboxId: string, note: string): Promise<void> {
+  await assertLease(c, lease);
+  await removeItem(c, lease);
+  await markInbox(c, inboxId, "invalid", { note });
+}

@@ -1,0 +1,91 @@
+import { readdirSync, readFileSync } from "node:fs";
+import type { Pool, PoolClient } from "pg";
+import { LonghaulError } from "../../core/errors.ts";
+import { isConnectionError, unavailable } from "./pool.ts";
+
+const dir = new URL("./migrations/", import.meta.url);
+
+interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/** The numbered migrations, in order; the same numbers and meanings as the SQLite ones. */
+export function knownMigrations(): Migration[] {
+  return readdirSync(dir)
+    .filter((f) => /^\d{3}_.+\.sql$/.test(f))
+    .sort()
+    .map((f) => ({ version: Number(f.slice(0, 3)), name: f, sql: readFileSync(new URL(f, dir), "utf8") }));
+}
+
+/**
+ * Applies pending migrations to `schema`, each in its own transaction together with its
+ * version record. Every transaction first takes one advisory lock, so processes that start
+ * at once apply each migration once: the second waits, then sees the version recorded.
+ * Refuses a schema newer than this code knows (SCHEMA_TOO_NEW), since older code would
+ * misread it. STORE_UNAVAILABLE when the server cannot be reached.
+ */
+export async function migrate(pool: Pool, schema: string, now: number): Promise<{ from: number; to: number }> {
+  const all = knownMigrations();
+  const latest = all.at(-1)?.version ?? 0;
+  let client: PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (err) {
+    throw isConnectionError(err) ? unavailable(err) : err;
+  }
+  try {
+    const locked = async <T>(fn: () => Promise<T>): Promise<T> => {
+      await client.query("BEGIN");
+      try {
+        await client.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [`${schema}:migrate`]);
+        const v = await fn();
+        await client.query("COMMIT");
+        return v;
+      } catch (err) {
+        await client.query("ROLLBACK").catch(() => {});
+        throw err;
+      }
+    };
+    const from = await locked(async () => {
+      await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+      await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+        version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)`);
+      return refuseNewer(await currentVersion(client), latest);
+    });
+    for (const m of all) {
+      if (m.version <= from) continue;
+      await locked(async () => {
+        // Another process may have applied it while this one waited for the lock.
+        if (refuseNewer(await currentVersion(client), latest) >= m.version) return;
+        await client.query(m.sql);
+        await client.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)", [
+          m.version,
+          m.name,
+          now,
+        ]);
+      });
+    }
+    client.release();
+    return { from, to: Math.max(from, latest) };
+  } catch (err) {
+    client.release(isConnectionError(err) ? (err as Error) : undefined);
+    throw isConnectionError(err) ? unavailable(err) : err;
+  }
+}
+
+async function currentVersion(client: PoolClient): Promise<number> {
+  const r = await client.query<{ v: number | null }>("SELECT max(version) AS v FROM schema_migrations");
+  return r.rows[0]?.v ?? 0;
+}
+
+function refuseNewer(current: number, latest: number): number {
+  if (current > latest) {
+    throw new LonghaulError(
+      "SCHEMA_TOO_NEW",
+      `The database is at schema version ${current} but this longhaul knows only up to ${latest}. Upgrade longhaul before starting it against this database.`,
+    );
+  }
+  return current;
+}

@@ -1,0 +1,328 @@
+import { type ErrorInfo, LonghaulError } from "../../core/errors.ts";
+import { type EventFilter, matchesEvent } from "../../core/event-filter.ts";
+import type {
+  DeliveryAttemptInput,
+  DeliveryAttemptResult,
+  DeliveryState,
+  Lease,
+  NewWebhookEndpoint,
+  WebhookDeliveryRow,
+  WebhookEndpointRow,
+} from "../store.ts";
+import { type Ctx, json, parseJson } from "./db.ts";
+import { complete, enqueue, fail } from "./queue-ops.ts";
+
+interface EndpointDbRow {
+  id: string;
+  tenant_id: string;
+  url: string;
+  events: string | null;
+  secret: string;
+  status: WebhookEndpointRow["status"];
+  disabled_reason: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+interface DeliveryDbRow {
+  id: string;
+  tenant_id: string;
+  endpoint_id: string;
+  event_seq: number;
+  event_type: string;
+  task_id: string;
+  state: DeliveryState;
+  attempts: number;
+  round_attempts: number;
+  last_status: number | null;
+  last_error: string | null;
+  next_attempt_at: number | null;
+  delivered_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+const toEndpoint = (r: EndpointDbRow): WebhookEndpointRow => ({
+  id: r.id,
+  tenantId: r.tenant_id,
+  url: r.url,
+  events: parseJson<string[] | null>(r.events),
+  status: r.status,
+  disabledReason: r.disabled_reason,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+const toDelivery = (r: DeliveryDbRow): WebhookDeliveryRow => ({
+  id: r.id,
+  tenantId: r.tenant_id,
+  endpointId: r.endpoint_id,
+  eventSeq: r.event_seq,
+  eventType: r.event_type,
+  taskId: r.task_id,
+  state: r.state,
+  attempts: r.attempts,
+  roundAttempts: r.round_attempts,
+  lastStatus: r.last_status,
+  lastError: parseJson<ErrorInfo | null>(r.last_error),
+  nextAttemptAt: r.next_attempt_at,
+  deliveredAt: r.delivered_at,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+const deliverItem = (tenantId: string, deliveryId: string, runAt: number) => ({
+  kind: "deliver" as const,
+  tenantId,
+  payload: { deliveryId },
+  dedupeKey: `deliver:${deliveryId}`,
+  runAt,
+});
+
+/** Parsed filters by their stored text: an event's fan-out parses no JSON for endpoints it has seen. */
+const filters = new Map<string, EventFilter>();
+function filterOf(text: string | null): EventFilter {
+  if (text === null) return null;
+  let f = filters.get(text);
+  if (f === undefined) {
+    if (filters.size > 1000) filters.clear();
+    f = parseJson<string[]>(text);
+    filters.set(text, f);
+  }
+  return f;
+}
+
+/**
+ * In the transaction that appends task event `seq`: one delivery and one `deliver` item per
+ * enabled endpoint of the tenant whose filter matches, so an event committed is an event
+ * delivered (DESIGN §3.1). An event of a tenant without endpoints costs one indexed read.
+ */
+export function fanOut(c: Ctx, tenantId: string, taskId: string, seq: number, type: string): void {
+  const endpoints = c.sql.all<{ id: string; events: string | null }>(
+    "SELECT id, events FROM webhook_endpoints WHERE tenant_id = ? AND status = 'enabled'",
+    tenantId,
+  );
+  if (endpoints.length === 0) return;
+  const now = c.clock.now();
+  for (const e of endpoints) {
+    if (!matchesEvent(filterOf(e.events), type)) continue;
+    const id = c.ids.next("dl");
+    c.sql.run(
+      `INSERT INTO webhook_deliveries (id, tenant_id, endpoint_id, event_seq, event_type, task_id, state,
+         next_attempt_at, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)`,
+      id,
+      tenantId,
+      e.id,
+      seq,
+      type,
+      taskId,
+      now,
+      now,
+      now,
+    );
+    enqueue(c, [deliverItem(tenantId, id, now)]);
+    c.queuedDeliveries = true;
+  }
+}
+
+export function createEndpoint(c: Ctx, e: NewWebhookEndpoint): WebhookEndpointRow {
+  const now = c.clock.now();
+  const row = c.sql.get<EndpointDbRow>(
+    `INSERT INTO webhook_endpoints (id, tenant_id, url, events, secret, status, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, 'enabled', ?, ?) RETURNING *`,
+    c.ids.next("we"),
+    e.tenantId,
+    e.url,
+    e.events === null ? null : json(e.events),
+    e.secret,
+    now,
+    now,
+  )!;
+  return toEndpoint(row);
+}
+
+export function listEndpoints(c: Ctx, tenantId: string): WebhookEndpointRow[] {
+  return c.sql
+    .all<EndpointDbRow>("SELECT * FROM webhook_endpoints WHERE tenant_id = ? ORDER BY id", tenantId)
+    .map(toEndpoint);
+}
+
+function endpointOf(c: Ctx, tenantId: string, endpointId: string): EndpointDbRow | undefined {
+  return c.sql.get<EndpointDbRow>(
+    "SELECT * FROM webhook_endpoints WHERE id = ? AND tenant_id = ?",
+    endpointId,
+    tenantId,
+  );
+}
+
+/** Drops the pending `deliver` items of an endpoint's deliveries in `states`. */
+function dropPendingItems(c: Ctx, endpointId: string, states: string): void {
+  c.sql.run(
+    `DELETE FROM work_items WHERE kind = 'deliver' AND status = 'pending' AND dedupe_key IN
+       (SELECT 'deliver:' || id FROM webhook_deliveries WHERE endpoint_id = ? AND state IN (${states}))`,
+    endpointId,
+  );
+}
+
+/** Removes the endpoint, its delivery log and its queued work. False if the tenant has no such endpoint. */
+export function deleteEndpoint(c: Ctx, tenantId: string, endpointId: string): boolean {
+  if (!endpointOf(c, tenantId, endpointId)) return false;
+  dropPendingItems(c, endpointId, "'pending'");
+  c.sql.run("DELETE FROM webhook_deliveries WHERE endpoint_id = ?", endpointId);
+  c.sql.run("DELETE FROM webhook_endpoints WHERE id = ?", endpointId);
+  return true;
+}
+
+export function listDeliveries(
+  c: Ctx,
+  tenantId: string,
+  endpointId: string,
+  q: { limit: number; cursor?: string | undefined; state?: DeliveryState | undefined },
+): { deliveries: WebhookDeliveryRow[]; nextCursor: string | null } | null {
+  if (!endpointOf(c, tenantId, endpointId)) return null;
+  const where = ["endpoint_id = ?"];
+  const params: unknown[] = [endpointId];
+  if (q.state) {
+    where.push("state = ?");
+    params.push(q.state);
+  }
+  if (q.cursor) {
+    where.push("id < ?");
+    params.push(q.cursor);
+  }
+  const rows = c.sql.all<DeliveryDbRow>(
+    `SELECT * FROM webhook_deliveries WHERE ${where.join(" AND ")} ORDER BY id DESC LIMIT ?`,
+    ...params,
+    q.limit + 1,
+  );
+  const more = rows.length > q.limit;
+  const deliveries = rows.slice(0, q.limit).map(toDelivery);
+  return { deliveries, nextCursor: more ? (deliveries.at(-1)?.id ?? null) : null };
+}
+
+export function replayDelivery(
+  c: Ctx,
+  tenantId: string,
+  endpointId: string,
+  deliveryId: string,
+): WebhookDeliveryRow {
+  const endpoint = endpointOf(c, tenantId, endpointId);
+  if (!endpoint) {
+    throw new LonghaulError(
+      "WEBHOOK_ENDPOINT_NOT_FOUND",
+      `No webhook endpoint ${endpointId} for this API key.`,
+    );
+  }
+  const d = c.sql.get<DeliveryDbRow>(
+    "SELECT * FROM webhook_deliveries WHERE id = ? AND endpoint_id = ?",
+    deliveryId,
+    endpointId,
+  );
+  if (!d) {
+    throw new LonghaulError(
+      "DELIVERY_NOT_FOUND",
+      `No delivery ${deliveryId} for webhook endpoint ${endpointId}.`,
+    );
+  }
+  if (endpoint.status !== "enabled") {
+    throw new LonghaulError(
+      "DELIVERY_NOT_REPLAYABLE",
+      `Webhook endpoint ${endpointId} is disabled (${endpoint.disabled_reason ?? "no reason recorded"}); create a new endpoint to receive events again.`,
+    );
+  }
+  if (d.state !== "dead" && d.state !== "failed") {
+    throw new LonghaulError(
+      "DELIVERY_NOT_REPLAYABLE",
+      `Delivery ${deliveryId} is ${d.state}; only a dead or failed delivery can be replayed.`,
+    );
+  }
+  const now = c.clock.now();
+  const row = c.sql.get<DeliveryDbRow>(
+    `UPDATE webhook_deliveries SET state = 'pending', round_attempts = 0, next_attempt_at = ?, updated_at = ?
+     WHERE id = ? RETURNING *`,
+    now,
+    now,
+    deliveryId,
+  )!;
+  enqueue(c, [deliverItem(tenantId, deliveryId, now)]);
+  return toDelivery(row);
+}
+
+export function deliveryForAttempt(c: Ctx, deliveryId: string): DeliveryAttemptInput | null {
+  const d = c.sql.get<DeliveryDbRow>("SELECT * FROM webhook_deliveries WHERE id = ?", deliveryId);
+  if (!d) return null;
+  const e = c.sql.get<EndpointDbRow>("SELECT * FROM webhook_endpoints WHERE id = ?", d.endpoint_id);
+  const ev = c.sql.get<{
+    seq: number;
+    tenant_id: string;
+    task_id: string;
+    type: string;
+    data: string;
+    created_at: number;
+  }>("SELECT * FROM task_events WHERE seq = ?", d.event_seq);
+  if (!e || !ev) return null;
+  return {
+    delivery: toDelivery(d),
+    endpoint: { ...toEndpoint(e), secret: e.secret },
+    event: {
+      seq: ev.seq,
+      tenantId: ev.tenant_id,
+      taskId: ev.task_id,
+      type: ev.type,
+      data: parseJson(ev.data),
+      createdAt: ev.created_at,
+    },
+  };
+}
+
+/**
+ * Records one attempt and settles its work item in the same transaction: rescheduled for a
+ * retry, completed otherwise. A `gone` answer (410) disables the endpoint and cancels its
+ * other pending deliveries. A delivery deleted meanwhile only completes the item.
+ */
+export function recordAttempt(c: Ctx, lease: Lease, deliveryId: string, r: DeliveryAttemptResult): void {
+  const d = c.sql.get<DeliveryDbRow>("SELECT * FROM webhook_deliveries WHERE id = ?", deliveryId);
+  if (!d) {
+    complete(c, lease);
+    return;
+  }
+  const now = c.clock.now();
+  // A delivery canceled while this attempt was in flight stays canceled unless the attempt landed.
+  let state: DeliveryState = r.outcome === "retry" ? "pending" : r.outcome === "gone" ? "failed" : r.outcome;
+  if (d.state !== "pending" && state !== "delivered") state = d.state;
+  if (state === "pending" && r.outcome === "retry") {
+    if (fail(c, lease, r.error.message, r.nextAttemptAt) === "dead") state = "dead";
+  } else {
+    complete(c, lease);
+  }
+  c.sql.run(
+    `UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1, round_attempts = round_attempts + 1,
+       last_status = ?, last_error = ?, next_attempt_at = ?, delivered_at = ?, updated_at = ? WHERE id = ?`,
+    state,
+    r.status,
+    r.outcome === "delivered" ? null : json(r.error),
+    state === "pending" && r.outcome === "retry" ? r.nextAttemptAt : null,
+    state === "delivered" ? now : null,
+    now,
+    deliveryId,
+  );
+  if (r.outcome === "gone") disableEndpoint(c, d.endpoint_id, r.error.message);
+}
+
+function disableEndpoint(c: Ctx, endpointId: string, reason: string): void {
+  const now = c.clock.now();
+  c.sql.run(
+    "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = ?, updated_at = ? WHERE id = ?",
+    reason,
+    now,
+    endpointId,
+  );
+  dropPendingItems(c, endpointId, "'pending'");
+  c.sql.run(
+    `UPDATE webhook_deliveries SET state = 'canceled', next_attempt_at = NULL, updated_at = ?
+     WHERE endpoint_id = ? AND state = 'pending'`,
+    now,
+    endpointId,
+  );
+}

@@ -1,0 +1,75 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { graphNodes, layoutGraph, NODE_H, NODE_W } from "../web/src/graph-layout.ts";
+import { SseParser } from "../web/src/sse-parser.ts";
+
+test("the SSE parser joins chunks split anywhere, keeps the last id, and dispatches on a blank line", () => {
+  const stream =
+    'retry: 1000\n\n: ping\n\nid: 7\nevent: task.created\ndata: {"seq":7}\n\n' +
+    'id: 8\r\nevent: task.running\r\ndata: {"a":\r\ndata: 1}\r\n\r\n' +
+    "data: no id\r\r";
+  for (const size of [1, 2, 3, 5, 7, stream.length]) {
+    const p = new SseParser();
+    const out = [];
+    for (let i = 0; i < stream.length; i += size) out.push(...p.push(stream.slice(i, i + size)));
+    assert.deepEqual(
+      out.map((m) => [m.id, m.event, m.data]),
+      [
+        ["7", "task.created", '{"seq":7}'],
+        ["8", "task.running", '{"a":\n1}'],
+        ["8", "message", "no id"],
+      ],
+      `chunks of ${size}`,
+    );
+    assert.equal(out[0]!.retry, 1000);
+  }
+});
+
+test("graph nodes are laid out in columns by depth, each need left of what needs it", () => {
+  const nodes = graphNodes({
+    nodes: [
+      { id: "ocr", kind: "job" },
+      { id: "summary", kind: "job", needs: ["ocr"] },
+      { id: "entities", kind: "job", needs: ["ocr"] },
+      { id: "review", kind: "approval", needs: ["summary", "entities"] },
+      { id: "publish", kind: "job", needs: ["review", "ocr"] },
+    ],
+  })!;
+  const g = layoutGraph(nodes);
+  const at = new Map(g.nodes.map((n) => [n.id, n]));
+  assert.deepEqual(
+    ["ocr", "summary", "entities", "review", "publish"].map((id) => at.get(id)!.depth),
+    [0, 1, 1, 2, 3],
+  );
+  for (const e of g.edges) assert.ok(at.get(e.from)!.x + NODE_W < at.get(e.to)!.x, `${e.from} → ${e.to}`);
+  assert.equal(g.edges.length, 6);
+  assert.notEqual(at.get("summary")!.y, at.get("entities")!.y);
+  assert.ok(g.width >= at.get("publish")!.x + NODE_W);
+});
+
+test("an edge that spans columns runs in a lane of its own, clear of the nodes it passes", () => {
+  const g = layoutGraph([
+    { id: "review", kind: "approval", needs: [] },
+    { id: "archive", kind: "job", needs: [] },
+    { id: "cooldown", kind: "sleep", needs: ["review"] },
+    { id: "publish", kind: "job", needs: ["cooldown", "archive"] },
+  ]);
+  const cooldown = g.nodes.find((n) => n.id === "cooldown")!;
+  const long = g.edges.find((e) => e.from === "archive" && e.to === "publish")!;
+  assert.equal(long.via.length, 1);
+  const lane = long.via[0]!;
+  assert.equal(lane.x, cooldown.x);
+  assert.ok(lane.y < cooldown.y || lane.y > cooldown.y + NODE_H, "the lane misses the cooldown node");
+  assert.deepEqual(g.edges.find((e) => e.from === "review")!.via, []);
+});
+
+test("a graph with unknown needs or a cycle still lays out, and a non-graph input is refused", () => {
+  const g = layoutGraph([
+    { id: "a", kind: "job", needs: ["b"] },
+    { id: "b", kind: "job", needs: ["a"] },
+    { id: "c", kind: "job", needs: ["ghost"] },
+  ]);
+  assert.equal(g.nodes.length, 3);
+  assert.equal(graphNodes({ text: "hi" }), null);
+  assert.equal(graphNodes({ nodes: [{ kind: "job" }] }), null);
+});

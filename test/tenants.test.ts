@@ -1,0 +1,307 @@
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { promisify } from "node:util";
+import { sleep, tempDir, waitFor } from "./helpers.ts";
+import { type Stack, startStack } from "./stack.ts";
+
+const ADMIN = "admin-key-for-tenant-tests";
+const ended = new Set(["succeeded", "failed", "canceled", "timed_out"]);
+
+async function call(
+  stack: Stack,
+  path: string,
+  init: { method?: string; key: string; body?: unknown },
+): Promise<{ status: number; body: any; headers: Headers }> {
+  const r = await fetch(stack.url + path, {
+    method: init.method ?? (init.body === undefined ? "GET" : "POST"),
+    headers: {
+      authorization: `Bearer ${init.key}`,
+      ...(init.body === undefined ? {} : { "content-type": "application/json" }),
+    },
+    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+  });
+  const text = await r.text();
+  return { status: r.status, body: text ? JSON.parse(text) : null, headers: r.headers };
+}
+
+async function newTenant(stack: Stack, name: string, quotas: Record<string, unknown> = {}) {
+  const r = await call(stack, "/v1/admin/tenants", { key: ADMIN, body: { name, quotas } });
+  assert.equal(r.status, 201, JSON.stringify(r.body));
+  return { id: r.body.tenant_id as string, key: r.body.api_key as string };
+}
+
+const submit = (stack: Stack, key: string, input: unknown, extra: Record<string, unknown> = {}) =>
+  call(stack, "/v1/tasks", { key, body: { type: "demo.echo", input, ...extra } });
+
+const taskOf = async (stack: Stack, key: string, id: string) =>
+  (await call(stack, `/v1/tasks/${id}`, { key })).body;
+
+describe("tenants", () => {
+  let stack: Stack;
+  before(async () => {
+    stack = await startStack({ adminKey: ADMIN, concurrency: 32 });
+  });
+  after(() => stack.close());
+
+  test("an admin creates a tenant whose key is shown once, lists, reads, updates, rotates and revokes keys", async () => {
+    const created = await call(stack, "/v1/admin/tenants", {
+      key: ADMIN,
+      body: { name: "acme", quotas: { tasks_per_day: 100 } },
+    });
+    assert.equal(created.status, 201);
+    assert.match(created.body.api_key, /^lh_/);
+    const id = created.body.tenant_id;
+    assert.equal((await submit(stack, created.body.api_key, { text: "hi" })).status, 202);
+
+    const listed = await call(stack, "/v1/admin/tenants", { key: ADMIN });
+    assert.ok(listed.body.data.some((t: { tenant_id: string }) => t.tenant_id === id));
+    const read = await call(stack, `/v1/admin/tenants/${id}`, { key: ADMIN });
+    assert.equal(read.body.keys.length, 1);
+    assert.equal(read.body.keys[0].hint, `…${created.body.api_key.slice(-4)}`);
+    assert.ok(!JSON.stringify(read.body).includes(created.body.api_key), "the key is never shown again");
+
+    const patched = await call(stack, `/v1/admin/tenants/${id}`, {
+      key: ADMIN,
+      method: "PATCH",
+      body: { quotas: { tasks_per_day: 5, max_concurrent_jobs: 3 } },
+    });
+    assert.deepEqual(patched.body.quotas, { tasks_per_day: 5, max_concurrent_jobs: 3 });
+
+    const rotated = await call(stack, `/v1/admin/tenants/${id}/keys`, { key: ADMIN, body: {} });
+    assert.equal(rotated.status, 201);
+    assert.equal((await call(stack, "/v1/tasks", { key: rotated.body.api_key })).status, 200);
+    assert.equal(
+      (await call(stack, "/v1/tasks", { key: created.body.api_key })).status,
+      200,
+      "old key works until revoked",
+    );
+    const oldKeyId = read.body.keys[0].key_id;
+    const revoked = await call(stack, `/v1/admin/tenants/${id}/keys/${oldKeyId}`, {
+      key: ADMIN,
+      method: "DELETE",
+    });
+    assert.equal(revoked.status, 204);
+    await sleep(5100); // the key cache lives 5 s
+    assert.equal((await call(stack, "/v1/tasks", { key: created.body.api_key })).status, 401);
+    assert.equal((await call(stack, "/v1/tasks", { key: rotated.body.api_key })).status, 200);
+
+    const bad = await call(stack, "/v1/admin/tenants", {
+      key: ADMIN,
+      body: { name: "x", quotas: { max_concurrent_jobs: -1 } },
+    });
+    assert.equal(bad.status, 400);
+    const unknown = await call(stack, "/v1/admin/tenants", {
+      key: ADMIN,
+      body: { name: "x", quotas: { speed: 1 } },
+    });
+    assert.equal(unknown.status, 400);
+    assert.equal((await call(stack, "/v1/admin/tenants/tn_nope", { key: ADMIN })).status, 404);
+    assert.equal((await call(stack, "/v1/admin/tenants", { key: stack.key })).status, 401);
+  });
+
+  test("every tenant-facing endpoint answers 404 for another tenant's ids", async () => {
+    const a = await newTenant(stack, "a");
+    const b = await newTenant(stack, "b");
+    const task = await call(stack, "/v1/tasks", { key: a.key, body: { type: "demo.callback", input: {} } });
+    const id = task.body.task_id;
+    for (const [method, path] of [
+      ["GET", `/v1/tasks/${id}`],
+      ["POST", `/v1/tasks/${id}/cancel`],
+    ] as const) {
+      const r = await call(stack, path, { key: b.key, method, ...(method === "POST" ? { body: {} } : {}) });
+      assert.equal(r.status, 404, `${method} ${path}`);
+      assert.equal(r.body.error.code, "TASK_NOT_FOUND");
+    }
+    const listed = await call(stack, "/v1/tasks?limit=200", { key: b.key });
+    assert.equal(listed.body.data.length, 0);
+    const usage = await call(stack, "/v1/usage", { key: b.key });
+    assert.equal(usage.body.tenant_id, b.id);
+    assert.equal(usage.body.tasks.waiting ?? 0, 0);
+    // The same client_request_id is free per tenant.
+    const ra = await submit(stack, a.key, { text: "x" }, { client_request_id: "shared" });
+    const rb = await submit(stack, b.key, { text: "x" }, { client_request_id: "shared" });
+    assert.equal(rb.status, 202);
+    assert.notEqual(ra.body.task_id, rb.body.task_id);
+  });
+
+  test("the daily limit answers 429 with Retry-After and QUOTA_EXCEEDED", async () => {
+    const t = await newTenant(stack, "daily", { tasks_per_day: 2 });
+    assert.equal((await submit(stack, t.key, { text: "1" }, { client_request_id: "d1" })).status, 202);
+    assert.equal((await submit(stack, t.key, { text: "2" })).status, 202);
+    const third = await submit(stack, t.key, { text: "3" });
+    assert.equal(third.status, 429);
+    assert.equal(third.body.error.code, "QUOTA_EXCEEDED");
+    const retryAfter = Number(third.headers.get("retry-after"));
+    assert.ok(retryAfter >= 1 && retryAfter <= 86_400);
+    // Retrying a submission already made is not a new task.
+    assert.equal((await submit(stack, t.key, { text: "1" }, { client_request_id: "d1" })).status, 200);
+  });
+
+  test("the submit rate limit answers 429 RATE_LIMITED past its burst", async () => {
+    const t = await newTenant(stack, "rate", { submit_rate_per_s: 1 });
+    const results = [];
+    for (let i = 0; i < 4; i++) results.push(await submit(stack, t.key, { text: `${i}` }));
+    const limited = results.find((r) => r.status === 429);
+    assert.ok(limited, "a burst past twice the rate is refused");
+    assert.equal(limited.body.error.code, "RATE_LIMITED");
+    assert.ok(Number(limited.headers.get("retry-after")) >= 1);
+  });
+
+  test("over the token budget, reject refuses new work and usage shows the tokens", async () => {
+    const t = await newTenant(stack, "budget-reject", { token_budget: 5, budget_policy: "reject" });
+    const first = await submit(stack, t.key, { text: "one two three four five six" });
+    await waitFor(async () => (await taskOf(stack, t.key, first.body.task_id)).status === "succeeded");
+    const usage = await call(stack, "/v1/usage", { key: t.key });
+    assert.ok(usage.body.tokens_used >= 6, JSON.stringify(usage.body));
+    assert.ok(usage.body.days.at(-1).tokens >= 6);
+    assert.equal(usage.body.tasks.succeeded, 1);
+    const refused = await submit(stack, t.key, { text: "more" });
+    assert.equal(refused.status, 429);
+    assert.equal(refused.body.error.code, "BUDGET_EXCEEDED");
+  });
+
+  test("over the token budget, park keeps new work pending until the budget is raised", async () => {
+    const t = await newTenant(stack, "budget-park", { token_budget: 5, budget_policy: "park" });
+    const first = await submit(stack, t.key, { text: "one two three four five six" });
+    await waitFor(async () => (await taskOf(stack, t.key, first.body.task_id)).status === "succeeded");
+    const second = await submit(stack, t.key, { text: "parked" });
+    assert.equal(second.status, 202);
+    await sleep(400);
+    assert.equal((await taskOf(stack, t.key, second.body.task_id)).status, "pending");
+    await call(stack, `/v1/admin/tenants/${t.id}`, {
+      key: ADMIN,
+      method: "PATCH",
+      body: { quotas: { token_budget: 1000 } },
+    });
+    await waitFor(async () => (await taskOf(stack, t.key, second.body.task_id)).status === "succeeded");
+  });
+
+  test("a failed job maps back to its tenant with its error in usage", async () => {
+    const t = await newTenant(stack, "failing");
+    const r = await submit(stack, t.key, { text: "x", fail: true });
+    await waitFor(async () => (await taskOf(stack, t.key, r.body.task_id)).status === "failed");
+    const usage = await call(stack, "/v1/usage", { key: t.key });
+    assert.equal(usage.body.recent_job_failures.length, 1);
+    assert.equal(usage.body.recent_job_failures[0].task_id, r.body.task_id);
+    assert.equal(usage.body.recent_job_failures[0].error.code, "model_error");
+    assert.equal(usage.body.days.at(-1).jobs_failed, 1);
+    const admin = await call(stack, `/v1/admin/tenants/${t.id}/usage`, { key: ADMIN });
+    assert.equal(admin.body.tasks.failed, 1);
+  });
+
+  test("user_id and trace_id are stored and filter the task list", async () => {
+    const t = await newTenant(stack, "tracing");
+    await submit(stack, t.key, { text: "a" }, { user_id: "u-1", trace_id: "tr-1" });
+    await submit(stack, t.key, { text: "b" }, { user_id: "u-2", trace_id: "tr-2" });
+    const byUser = await call(stack, "/v1/tasks?user_id=u-1", { key: t.key });
+    assert.deepEqual(
+      byUser.body.data.map((x: { user_id: string; trace_id: string }) => [x.user_id, x.trace_id]),
+      [["u-1", "tr-1"]],
+    );
+    const byTrace = await call(stack, "/v1/tasks?trace_id=tr-2", { key: t.key });
+    assert.equal(byTrace.body.data.length, 1);
+  });
+});
+
+describe("concurrency and fairness", () => {
+  test("with max_concurrent_jobs 2 there are never more than 2 external jobs at once, and the rest wait as pending", async () => {
+    const stack = await startStack({ adminKey: ADMIN, concurrency: 32 });
+    try {
+      const t = await newTenant(stack, "limited", { max_concurrent_jobs: 2 });
+      const ids: string[] = [];
+      for (let i = 0; i < 8; i++)
+        ids.push((await submit(stack, t.key, { text: `j${i}`, delay_ms: 250 })).body.task_id);
+      let maxRunning = 0;
+      let sawPending = false;
+      const jobIds = () =>
+        (
+          stack.store.db
+            .prepare("SELECT external_id FROM jobs WHERE tenant_id = ? AND external_id IS NOT NULL")
+            .all(t.id) as {
+            external_id: string;
+          }[]
+        ).map((r) => r.external_id);
+      for (;;) {
+        // Ask the provider, not our own books, how many of this tenant's jobs are live.
+        const states = await Promise.all(
+          jobIds().map(
+            async (j) =>
+              ((await (await fetch(`${stack.sim.url}/v1/jobs/${j}`)).json()) as { status: string }).status,
+          ),
+        );
+        maxRunning = Math.max(maxRunning, states.filter((s) => s === "queued" || s === "running").length);
+        const tasks = await Promise.all(ids.map((id) => taskOf(stack, t.key, id)));
+        if (tasks.some((x) => x.status === "pending")) sawPending = true;
+        if (tasks.every((x) => ended.has(x.status))) break;
+        await sleep(15);
+      }
+      assert.ok(maxRunning <= 2, `at most 2 jobs at once, saw ${maxRunning}`);
+      assert.equal(maxRunning, 2, "the limit is used, not just respected");
+      assert.ok(sawPending, "excess tasks wait as pending");
+      assert.equal(stack.sim.stats().jobsCreated, 8);
+    } finally {
+      await stack.close();
+    }
+  });
+
+  test("tenant F's one task finishes long before tenant E's backlog of 40", async () => {
+    const stack = await startStack({ adminKey: ADMIN, concurrency: 16 });
+    try {
+      const e = await newTenant(stack, "E", { max_concurrent_jobs: 2 });
+      const f = await newTenant(stack, "F");
+      const eIds = await Promise.all(
+        Array.from(
+          { length: 40 },
+          async (_, i) => (await submit(stack, e.key, { text: `e${i}`, delay_ms: 150 })).body.task_id,
+        ),
+      );
+      const fId = (await submit(stack, f.key, { text: "f", delay_ms: 150 })).body.task_id;
+      const doneAt = new Map<string, number>();
+      const started = Date.now();
+      while (doneAt.size < 41 && Date.now() - started < 60_000) {
+        for (const [key, id] of [...eIds.map((id) => [e.key, id]), [f.key, fId]] as [string, string][]) {
+          if (doneAt.has(id)) continue;
+          if ((await taskOf(stack, key, id)).status === "succeeded") doneAt.set(id, Date.now() - started);
+        }
+        await sleep(20);
+      }
+      assert.equal(doneAt.size, 41, "everything finished");
+      const fDone = doneAt.get(fId)!;
+      const eDone = eIds.map((id) => doneAt.get(id)!).sort((x, y) => x - y);
+      const eLast = eDone.at(-1)!;
+      assert.ok(fDone * 4 < eLast, `F finished at ${fDone} ms, E's backlog at ${eLast} ms`);
+      assert.ok(eDone.filter((t) => t < fDone).length <= 6, "F is not queued behind E's backlog");
+    } finally {
+      await stack.close();
+    }
+  });
+});
+
+test("longhaul tenants create, list and rotate-key work on the store", async () => {
+  const tmp = tempDir();
+  const run = promisify(execFile);
+  const cli = join(import.meta.dirname, "..", "bin", "longhaul.mjs");
+  const env = { ...process.env, LONGHAUL_DATABASE_URL: `sqlite:${join(tmp.dir, "cli.db")}` };
+  try {
+    const created = await run(
+      process.execPath,
+      [cli, "tenants", "create", "cli-co", "--max-concurrent-jobs", "3"],
+      { env },
+    );
+    const id = /tenant (tn_\S+)/.exec(created.stdout)?.[1];
+    assert.ok(id, created.stdout);
+    assert.match(created.stdout, /api key: lh_/);
+    const listed = await run(process.execPath, [cli, "tenants", "list"], { env });
+    assert.match(listed.stdout, new RegExp(`${id}\\tcli-co`));
+    assert.match(listed.stdout, /"max_concurrent_jobs":3/);
+    const rotated = await run(process.execPath, [cli, "tenants", "rotate-key", id], { env });
+    assert.match(rotated.stdout, /api key: lh_/);
+    await assert.rejects(
+      run(process.execPath, [cli, "tenants", "create", "bad", "--budget-policy", "maybe"], { env }),
+    );
+  } finally {
+    tmp.cleanup();
+  }
+});

@@ -1,0 +1,221 @@
+import { useEffect, useRef, useState } from "preact/hooks";
+import { type ApiError, request } from "./api.ts";
+import { ApprovalForm, Decisions } from "./approval-form.tsx";
+import { label, plural } from "./format.ts";
+import { graphNodes } from "./graph-layout.ts";
+import { GraphView } from "./graph-view.tsx";
+import { useLive } from "./live.ts";
+import { href } from "./router.ts";
+import type { TenantSession } from "./session.ts";
+import { StepsTable } from "./steps-table.tsx";
+import { TimelineView } from "./timeline.tsx";
+import { type TaskDetail, type Timeline, terminal } from "./types.ts";
+import { Badge, CopyText, Empty, ErrorCard, Json, LiveDot, RequestError, When } from "./ui.tsx";
+
+export function TaskDetailView({ session, id }: { session: TenantSession; id: string }) {
+  const [task, setTask] = useState<TaskDetail | null>(null);
+  const [timeline, setTimeline] = useState<Timeline | null>(null);
+  const [error, setError] = useState<ApiError | null>(null);
+  const [timelineError, setTimelineError] = useState<ApiError | null>(null);
+  const [canceling, setCanceling] = useState(false);
+  const [selected, setSelected] = useState<string | null>(null);
+  const firstSeq = useRef<string | undefined>(undefined);
+  const generation = useRef(0);
+
+  const load = async () => {
+    const mine = ++generation.current;
+    const path = `/v1/tasks/${encodeURIComponent(id)}`;
+    const [t, tl] = await Promise.allSettled([
+      request<TaskDetail>(path, { key: session.key }),
+      request<Timeline>(`${path}/timeline`, { key: session.key }),
+    ]);
+    if (mine !== generation.current) return;
+    if (t.status === "fulfilled") {
+      setTask(t.value);
+      setError(null);
+    } else setError(t.reason as ApiError);
+    if (tl.status === "fulfilled") {
+      const seqs = tl.value.entries.flatMap((e) => (e.kind === "event" ? [e.seq] : []));
+      if (firstSeq.current === undefined && seqs.length) firstSeq.current = String(Math.max(...seqs));
+      setTimeline(tl.value);
+      setTimelineError(null);
+    } else setTimelineError(tl.reason as ApiError);
+  };
+
+  useEffect(() => {
+    setTask(null);
+    setTimeline(null);
+    firstSeq.current = undefined;
+    void load();
+  }, [id, session.key]);
+
+  const live = useLive({
+    apiKey: session.key,
+    taskId: id,
+    lastEventId: firstSeq.current,
+    enabled: task !== null,
+    refresh: () => void load(),
+    pollMs: 2000,
+  });
+
+  if (error && !task) {
+    return (
+      <section class="page">
+        <a href={href("tasks")} class="back">
+          ← Tasks
+        </a>
+        <RequestError error={error} what={`Task ${id}`} />
+      </section>
+    );
+  }
+  if (!task) return <Empty>Loading…</Empty>;
+
+  const cancel = async () => {
+    if (!confirm(`Cancel task ${task.task_id}? Its live jobs are canceled at the provider.`)) return;
+    setCanceling(true);
+    try {
+      await request(`/v1/tasks/${encodeURIComponent(task.task_id)}/cancel`, {
+        method: "POST",
+        key: session.key,
+      });
+      await load();
+    } catch (err) {
+      setError(err as ApiError);
+    } finally {
+      setCanceling(false);
+    }
+  };
+
+  const nodes = task.type === "graph" ? graphNodes(task.input) : null;
+  const tokens = task.jobs.reduce((n, j) => n + (j.usage?.total_tokens ?? 0), 0);
+  const waitingApprovals = task.steps.filter((s) => s.kind === "approval" && s.status === "waiting");
+  const waitingCallbacks = task.steps.filter((s) => s.kind === "callback" && s.status === "waiting");
+  const failedSteps = task.steps.filter((s) => s.error && s.status !== "succeeded");
+
+  return (
+    <section class="page">
+      <a href={href("tasks")} class="back">
+        ← Tasks
+      </a>
+      <header class="page-head">
+        <div>
+          <h1 class="mono">{task.task_id}</h1>
+          <p class="subtitle">
+            <Badge status={task.status} /> <span class="mono">{task.type}</span>
+          </p>
+        </div>
+        <div class="head-actions">
+          <LiveDot state={live} />
+          {terminal.has(task.status) ? null : (
+            <button type="button" class="danger" disabled={canceling} onClick={cancel}>
+              Cancel task
+            </button>
+          )}
+        </div>
+      </header>
+      {error ? <RequestError error={error} what="The latest state" /> : null}
+
+      <dl class="facts">
+        <Fact name="Created">
+          <When at={task.created_at} />
+        </Fact>
+        <Fact name="Updated">
+          <When at={task.updated_at} />
+        </Fact>
+        <Fact name="Steps">{task.steps.length}</Fact>
+        <Fact name="External jobs">{task.jobs.length}</Fact>
+        <Fact name="Tokens used">
+          <span data-tokens={tokens}>{tokens.toLocaleString()}</span>
+        </Fact>
+        <Fact name="User">{task.user_id ?? "—"}</Fact>
+        <Fact name="Trace">{task.trace_id ?? "—"}</Fact>
+        <Fact name="Request id">{task.client_request_id ?? "—"}</Fact>
+      </dl>
+
+      {task.error ? (
+        <ErrorCard
+          error={task.error}
+          title={`The task ${label(task.status)}`}
+          kind={failedSteps.find((s) => s.error?.code === task.error?.code)?.kind}
+        />
+      ) : null}
+      {failedSteps
+        .filter(
+          (s) => !task.error || s.error?.code !== task.error.code || s.error.message !== task.error.message,
+        )
+        .map((s) => (
+          <ErrorCard key={s.id} error={s.error!} title={`Step ${s.id} ${label(s.status)}`} kind={s.kind} />
+        ))}
+
+      {waitingApprovals.map((s) => (
+        <div class="card attention" key={s.id}>
+          <h2>
+            Waiting for approval: <span class="mono">{s.id}</span>
+          </h2>
+          <Decisions step={s} />
+          <ApprovalForm step={s} onDecided={() => void load()} />
+        </div>
+      ))}
+      {waitingCallbacks.map((s) => (
+        <div class="card attention" key={s.id}>
+          <h2>
+            Waiting for a callback: <span class="mono">{s.id}</span>
+          </h2>
+          <p class="muted small">POST the result as JSON to this capability URL; the task resumes with it.</p>
+          {s.callback_url ? <CopyText text={s.callback_url} /> : null}
+        </div>
+      ))}
+
+      {nodes ? (
+        <div class="card">
+          <h2>Graph</h2>
+          <GraphView task={task} nodes={nodes} onSelect={setSelected} />
+        </div>
+      ) : null}
+
+      <div class="card">
+        <h2>Steps</h2>
+        {task.steps.length ? (
+          <StepsTable task={task} selected={selected} />
+        ) : (
+          <p class="muted">No step has run yet.</p>
+        )}
+      </div>
+
+      <div class="card">
+        <h2>
+          Timeline{" "}
+          <span class="muted small">
+            {timeline
+              ? plural(timeline.entries.filter((e) => e.kind === "delivery").length, "delivery", "deliveries")
+              : ""}
+          </span>
+        </h2>
+        {timelineError ? <RequestError error={timelineError} what="The timeline" /> : null}
+        {timeline ? (
+          <TimelineView entries={timeline.entries} jobs={task.jobs} truncated={timeline.truncated} />
+        ) : null}
+      </div>
+
+      <div class="card two">
+        <div>
+          <h2>Input</h2>
+          <Json value={task.input} open />
+        </div>
+        <div>
+          <h2>Output</h2>
+          <Json value={task.output} open />
+        </div>
+      </div>
+    </section>
+  );
+}
+
+function Fact({ name, children }: { name: string; children: preact.ComponentChildren }) {
+  return (
+    <div>
+      <dt>{name}</dt>
+      <dd>{children}</dd>
+    </div>
+  );
+}
