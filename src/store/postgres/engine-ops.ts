@@ -36,7 +36,9 @@ export async function loadForAdvance(
 ): Promise<{ task: TaskRow; history: StoredStep[] } | null> {
   const task = await taskRow(c, taskId);
   if (!task) return null;
-  const steps = await c.sql.all<StepDbRow>("SELECT * FROM steps WHERE task_id = $1 ORDER BY position", [taskId]);
+  const steps = await c.sql.all<StepDbRow>("SELECT * FROM steps WHERE task_id = $1 ORDER BY position", [
+    taskId,
+  ]);
   return { task, history: steps.map(toStep) };
 }
 
@@ -77,7 +79,11 @@ async function hasRoom(c: Ctx, tenantId: string): Promise<boolean> {
  * `rejected`: the tenant is over its token budget with the `reject` policy. Admissions of one
  * tenant take a lock, so two of them never both take its last free slot.
  */
-export async function acquireJobSlot(c: Ctx, lease: Lease, jobId: string): Promise<"ok" | "parked" | "rejected"> {
+export async function acquireJobSlot(
+  c: Ctx,
+  lease: Lease,
+  jobId: string,
+): Promise<"ok" | "parked" | "rejected"> {
   await assertLease(c, lease);
   const known = await c.sql.get<{ tenant_id: string; slot: boolean }>(
     "SELECT tenant_id, slot FROM jobs WHERE id = $1",
@@ -375,7 +381,11 @@ interface InboxDbRow {
 }
 
 /** Every inbox row of the given jobs of one provider, oldest first (a task's timeline). */
-export async function inboxForJobs(c: Ctx, provider: string, externalIds: string[]): Promise<InboxEventRow[]> {
+export async function inboxForJobs(
+  c: Ctx,
+  provider: string,
+  externalIds: string[],
+): Promise<InboxEventRow[]> {
   if (externalIds.length === 0) return [];
   const rows = await c.sql.all<InboxDbRow>(
     `SELECT * FROM inbox_events WHERE provider = $1 AND job_external_id = ANY($2::text[])

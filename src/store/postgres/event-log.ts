@@ -91,9 +91,10 @@ export async function taskEvents(
 
 /** The seq of the tenant's newest task event, 0 if none. */
 export async function lastTaskEventSeq(c: Ctx, tenantId: string): Promise<number> {
-  const r = await c.sql.get<{ s: number | null }>("SELECT max(seq) AS s FROM task_events WHERE tenant_id = $1", [
-    tenantId,
-  ]);
+  const r = await c.sql.get<{ s: number | null }>(
+    "SELECT max(seq) AS s FROM task_events WHERE tenant_id = $1",
+    [tenantId],
+  );
   return r?.s ?? 0;
 }
 

@@ -26,7 +26,11 @@ export function knownMigrations(): Migration[] {
  * Refuses a schema newer than this code knows (SCHEMA_TOO_NEW), since older code would
  * misread it. STORE_UNAVAILABLE when the server cannot be reached.
  */
-export async function migrate(pool: Pool, schema: string, now: number): Promise<{ from: number; to: number }> {
+export async function migrate(
+  pool: Pool,
+  schema: string,
+  now: number,
+): Promise<{ from: number; to: number }> {
   const all = knownMigrations();
   const latest = all.at(-1)?.version ?? 0;
   let client: PoolClient;

@@ -158,9 +158,10 @@ export async function createEndpoint(c: Ctx, e: NewWebhookEndpoint): Promise<Web
 }
 
 export async function listEndpoints(c: Ctx, tenantId: string): Promise<WebhookEndpointRow[]> {
-  const rows = await c.sql.all<EndpointDbRow>("SELECT * FROM webhook_endpoints WHERE tenant_id = $1 ORDER BY id", [
-    tenantId,
-  ]);
+  const rows = await c.sql.all<EndpointDbRow>(
+    "SELECT * FROM webhook_endpoints WHERE tenant_id = $1 ORDER BY id",
+    [tenantId],
+  );
   return rows.map(toEndpoint);
 }
 
@@ -224,14 +225,20 @@ export async function replayDelivery(
 ): Promise<WebhookDeliveryRow> {
   const endpoint = await endpointOf(c, tenantId, endpointId, true);
   if (!endpoint) {
-    throw new LonghaulError("WEBHOOK_ENDPOINT_NOT_FOUND", `No webhook endpoint ${endpointId} for this API key.`);
+    throw new LonghaulError(
+      "WEBHOOK_ENDPOINT_NOT_FOUND",
+      `No webhook endpoint ${endpointId} for this API key.`,
+    );
   }
   const d = await c.sql.get<DeliveryDbRow>(
     "SELECT * FROM webhook_deliveries WHERE id = $1 AND endpoint_id = $2 FOR UPDATE",
     [deliveryId, endpointId],
   );
   if (!d) {
-    throw new LonghaulError("DELIVERY_NOT_FOUND", `No delivery ${deliveryId} for webhook endpoint ${endpointId}.`);
+    throw new LonghaulError(
+      "DELIVERY_NOT_FOUND",
+      `No delivery ${deliveryId} for webhook endpoint ${endpointId}.`,
+    );
   }
   if (endpoint.status !== "enabled") {
     throw new LonghaulError(

@@ -4,9 +4,9 @@ import { type Clock, systemClock } from "../../core/clock.ts";
 import type { ErrorInfo } from "../../core/errors.ts";
 import { type IdGenerator, ulidGenerator } from "../../core/ids.ts";
 import type { JobStatus } from "../../core/job-state.ts";
+import type { Quotas } from "../../core/quotas.ts";
 import type { RunOutcome } from "../../core/replay.ts";
 import type { WaitRequest } from "../../core/wait.ts";
-import type { Quotas } from "../../core/quotas.ts";
 import type { ProviderEvent } from "../../providers/provider.ts";
 import type {
   AdvanceResult,
@@ -71,7 +71,9 @@ export class PostgresStore implements Store {
     this.clock = opts.clock ?? systemClock;
     this.pool = createPool(target, opts.poolSize ?? 10);
     const nodeId = randomUUID();
-    this.notifier = new Notifier(target, nodeId, (tenantIds) => this.tx.read((c) => latestSeqs(c, tenantIds)));
+    this.notifier = new Notifier(target, nodeId, (tenantIds) =>
+      this.tx.read((c) => latestSeqs(c, tenantIds)),
+    );
     this.tx = new Transactions(
       this.pool,
       { clock: this.clock, ids: opts.ids ?? ulidGenerator(this.clock), target, nodeId },

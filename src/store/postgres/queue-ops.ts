@@ -237,7 +237,12 @@ export async function fail(c: Ctx, lease: Lease, error: string, retryAt: number)
  */
 export async function recoverExpiredLeases(c: Ctx): Promise<number> {
   const now = c.clock.now();
-  const expired = await c.sql.all<{ id: number; attempts: number; max_attempts: number; lease_owner: string }>(
+  const expired = await c.sql.all<{
+    id: number;
+    attempts: number;
+    max_attempts: number;
+    lease_owner: string;
+  }>(
     `SELECT id, attempts, max_attempts, lease_owner FROM work_items
       WHERE status = 'leased' AND lease_expires_at <= $1
       ORDER BY id FOR UPDATE SKIP LOCKED`,

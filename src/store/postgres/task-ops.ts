@@ -271,7 +271,8 @@ export async function listTasks(
 
 export async function cancelTask(c: Ctx, tenantId: string, taskId: string): Promise<TaskRow> {
   const t = await lockTask(c, taskId);
-  if (!t || t.tenantId !== tenantId) throw new LonghaulError("TASK_NOT_FOUND", `No task ${taskId} for this tenant.`);
+  if (!t || t.tenantId !== tenantId)
+    throw new LonghaulError("TASK_NOT_FOUND", `No task ${taskId} for this tenant.`);
   if (t.status === "canceled") return t;
   if (isTerminalTask(t.status)) {
     throw new LonghaulError(
@@ -285,10 +286,10 @@ export async function cancelTask(c: Ctx, tenantId: string, taskId: string): Prom
     [now, taskId],
   );
   // A job not yet created at its provider is never created now; a live one is asked to stop.
-  await c.sql.run("UPDATE jobs SET status = 'canceled', updated_at = $1 WHERE task_id = $2 AND status = 'pending'", [
-    now,
-    taskId,
-  ]);
+  await c.sql.run(
+    "UPDATE jobs SET status = 'canceled', updated_at = $1 WHERE task_id = $2 AND status = 'pending'",
+    [now, taskId],
+  );
   const live = await c.sql.all<{ id: string }>(
     "SELECT id FROM jobs WHERE task_id = $1 AND status IN ('created', 'running') ORDER BY id",
     [taskId],

@@ -50,12 +50,14 @@ export async function createTenant(
 }
 
 /** Creates the tenant unless it exists, and adds the key unless it is known; safe to race. */
-export async function ensureTenant(c: Ctx, t: { id: string; name: string; keyHash: string }): Promise<TenantRow> {
-  await c.sql.run("INSERT INTO tenants (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING", [
-    t.id,
-    t.name,
-    c.clock.now(),
-  ]);
+export async function ensureTenant(
+  c: Ctx,
+  t: { id: string; name: string; keyHash: string },
+): Promise<TenantRow> {
+  await c.sql.run(
+    "INSERT INTO tenants (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING",
+    [t.id, t.name, c.clock.now()],
+  );
   await insertKey(c, t.id, t.keyHash, null);
   return (await tenant(c, t.id))!;
 }
@@ -103,14 +105,19 @@ export async function revokeApiKey(c: Ctx, tenantId: string, keyId: string): Pro
     "UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND tenant_id = $3 AND revoked_at IS NULL",
     [c.clock.now(), keyId, tenantId],
   );
-  if (changed === 0) throw new LonghaulError("KEY_NOT_FOUND", `No active key ${keyId} for tenant ${tenantId}.`);
+  if (changed === 0)
+    throw new LonghaulError("KEY_NOT_FOUND", `No active key ${keyId} for tenant ${tenantId}.`);
 }
 
 export async function listApiKeys(c: Ctx, tenantId: string): Promise<ApiKeyRow[]> {
-  const rows = await c.sql.all<{ id: string; hint: string | null; created_at: number; revoked_at: number | null }>(
-    "SELECT id, hint, created_at, revoked_at FROM api_keys WHERE tenant_id = $1 ORDER BY created_at, id",
-    [tenantId],
-  );
+  const rows = await c.sql.all<{
+    id: string;
+    hint: string | null;
+    created_at: number;
+    revoked_at: number | null;
+  }>("SELECT id, hint, created_at, revoked_at FROM api_keys WHERE tenant_id = $1 ORDER BY created_at, id", [
+    tenantId,
+  ]);
   return rows.map((r) => ({ id: r.id, hint: r.hint, createdAt: r.created_at, revokedAt: r.revoked_at }));
 }
 
@@ -143,7 +150,10 @@ export async function countUsage(
     ],
   ))!;
   if (add.tokens) {
-    await c.sql.run("UPDATE tenants SET tokens_used = tokens_used + $1 WHERE id = $2", [add.tokens, tenantId]);
+    await c.sql.run("UPDATE tenants SET tokens_used = tokens_used + $1 WHERE id = $2", [
+      add.tokens,
+      tenantId,
+    ]);
   }
   return counts;
 }

@@ -63,7 +63,12 @@ const timerKey = (kind: "timeout" | "reminder", taskId: string, stepId: string, 
  */
 const signalLock = (c: Ctx, tenantId: string, name: string) => advisoryLock(c, `signal:${tenantId}:${name}`);
 
-export async function registerWait(c: Ctx, lease: Lease, taskId: string, w: WaitRequest): Promise<StoredStep> {
+export async function registerWait(
+  c: Ctx,
+  lease: Lease,
+  taskId: string,
+  w: WaitRequest,
+): Promise<StoredStep> {
   await assertLease(c, lease);
   if (w.kind === "wait_event") {
     const known = (await taskRow(c, taskId))!;
@@ -97,7 +102,12 @@ export async function registerWait(c: Ctx, lease: Lease, taskId: string, w: Wait
           now,
         ],
       );
-      items.push({ kind: "dispatch", tenantId: task.tenantId, payload: { jobId }, dedupeKey: `dispatch:${jobId}` });
+      items.push({
+        kind: "dispatch",
+        tenantId: task.tenantId,
+        payload: { jobId },
+        dedupeKey: `dispatch:${jobId}`,
+      });
       Object.assign(event, { job_id: jobId, provider: w.provider });
       break;
     case "callback":
@@ -106,7 +116,9 @@ export async function registerWait(c: Ctx, lease: Lease, taskId: string, w: Wait
     case "approval":
       config = w.approval;
       if (w.approval.remindAfterMs !== null) {
-        items.push(timer("reminder", task.tenantId, taskId, w.stepId, now + w.approval.remindAfterMs, "reminder"));
+        items.push(
+          timer("reminder", task.tenantId, taskId, w.stepId, now + w.approval.remindAfterMs, "reminder"),
+        );
       }
       if (w.approval.escalateAfterMs !== null) {
         items.push(
@@ -191,7 +203,10 @@ export async function endWait(
   if (changed === 0) return false;
   await c.sql.run("DELETE FROM event_waits WHERE task_id = $1 AND step_id = $2", [task.id, stepId]);
   await c.sql.run("DELETE FROM work_items WHERE status = 'pending' AND dedupe_key = ANY($1::text[])", [
-    [timerKey("timeout", task.id, stepId), ...reminderTypes.map((t) => timerKey("reminder", task.id, stepId, t))],
+    [
+      timerKey("timeout", task.id, stepId),
+      ...reminderTypes.map((t) => timerKey("reminder", task.id, stepId, t)),
+    ],
   ]);
   const data: Record<string, unknown> = { step_id: stepId };
   if (fields.error) data.error = fields.error;
@@ -243,7 +258,14 @@ export async function completeCallback(c: Ctx, d: CallbackDelivery): Promise<Wai
     c.sql.run(
       `INSERT INTO inbox_events (id, source, provider, event_id, body, status, type, note, received_at, updated_at)
        VALUES ($1, 'callback', 'callback', $2, $3, $4, 'callback', $5, $6, $6)`,
-      [c.ids.next("evt"), `${d.taskId}:${d.stepId}:${d.attempt}:${c.ids.next("cb")}`, d.body, status, note, now],
+      [
+        c.ids.next("evt"),
+        `${d.taskId}:${d.stepId}:${d.attempt}:${c.ids.next("cb")}`,
+        d.body,
+        status,
+        note,
+        now,
+      ],
     );
   if (why) {
     if (why === "expired" && found) {
@@ -262,7 +284,11 @@ export async function completeCallback(c: Ctx, d: CallbackDelivery): Promise<Wai
   return "accepted";
 }
 
-export async function approvalDecisions(c: Ctx, taskId: string, stepId: string): Promise<ApprovalDecisionRow[]> {
+export async function approvalDecisions(
+  c: Ctx,
+  taskId: string,
+  stepId: string,
+): Promise<ApprovalDecisionRow[]> {
   const rows = await c.sql.all<{
     approver: string;
     decision: "approve" | "reject";
@@ -404,10 +430,17 @@ export async function fireTimeout(c: Ctx, lease: Lease, taskId: string, stepId: 
           job.id,
         ]);
         await wakeParked(c, task.tenantId);
-        await c.sql.run("DELETE FROM work_items WHERE dedupe_key = $1 AND status = 'pending'", [`poll:${job.id}`]);
+        await c.sql.run("DELETE FROM work_items WHERE dedupe_key = $1 AND status = 'pending'", [
+          `poll:${job.id}`,
+        ]);
         if (job.cancel_on_timeout) {
           await enqueue(c, [
-            { kind: "cancel_job", tenantId: task.tenantId, payload: { jobId: job.id }, dedupeKey: `cancel:${job.id}` },
+            {
+              kind: "cancel_job",
+              tenantId: task.tenantId,
+              payload: { jobId: job.id },
+              dedupeKey: `cancel:${job.id}`,
+            },
           ]);
         }
       }
