@@ -1,25 +1,11 @@
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { pathToFileURL } from "node:url";
 import { hashApiKey, newApiKey } from "../src/http/auth.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
 import { freePort, sleep, tempDir, waitFor } from "./helpers.ts";
+import { answering, apiOf, demoConfig, exited, startCli } from "./processes.ts";
 import { SIM_SECRET } from "./stack.ts";
-
-const cli = join(import.meta.dirname, "..", "bin", "longhaul.mjs");
-
-function start(args: string[], env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, [cli, ...args], {
-    env: { ...process.env, LONGHAUL_LOG_LEVEL: "warn", ...env },
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-  return child;
-}
-
-const exited = (c: ChildProcess) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once("exit", r)));
 
 test("SIGKILL with 30 tasks in flight, then a restart on the same data: all 30 succeed, each with exactly one external job", async () => {
   const tmp = tempDir();
@@ -32,42 +18,22 @@ test("SIGKILL with 30 tasks in flight, then a restart on the same data: all 30 s
   await setup.createTenant({ name: "crash", keyHash: hashApiKey(key) });
   await setup.close();
 
-  const config = join(tmp.dir, "longhaul.config.mts");
-  const demo = pathToFileURL(join(import.meta.dirname, "..", "src", "demo", "index.ts")).href;
-  writeFileSync(
-    config,
-    `import { demoTaskTypes } from ${JSON.stringify(demo)};
-export default {
-  sources: { sim: { provider: "sim", scheme: "standard-webhooks", secrets: [${JSON.stringify(SIM_SECRET)}] } },
-  providers: { sim: { base_url: "http://127.0.0.1:${simPort}" } },
-  public_url: "http://127.0.0.1:${port}",
-  taskTypes: demoTaskTypes(${JSON.stringify(tmp.dir)}),
-};
-`,
-  );
+  const config = demoConfig(tmp.dir, "longhaul", {
+    simUrl: `http://127.0.0.1:${simPort}`,
+    publicUrl: `http://127.0.0.1:${port}`,
+    secret: SIM_SECRET,
+  });
   // The provider is another process: it outlives the server, as a real one would.
-  const sim = start(
+  const sim = startCli(
     ["simulate", "--port", String(simPort), "--secret", SIM_SECRET, "--state-file", join(tmp.dir, "sim.db")],
     {},
   );
   const serveArgs = ["serve", "--config", config, "--port", String(port), "--host", "127.0.0.1"];
   const env = { LONGHAUL_DATABASE_URL: `sqlite:${db}` };
-  let server = start(serveArgs, env);
+  let server = startCli(serveArgs, env);
   const base = `http://127.0.0.1:${port}`;
-  const up = () =>
-    waitFor(
-      async () => (await fetch(`${base}/healthz`).catch(() => null))?.ok,
-      20_000,
-      "the server to answer",
-    );
-  const api = async (path: string, body?: unknown) => {
-    const r = await fetch(base + path, {
-      method: body === undefined ? "GET" : "POST",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    return { status: r.status, body: (await r.json()) as any };
-  };
+  const up = () => answering(`${base}/healthz`, "the server to answer");
+  const api = apiOf(base, key);
 
   try {
     await up();
@@ -92,7 +58,7 @@ export default {
     await exited(server);
     // Webhooks sent while the server is down fail; the simulator retries them.
     await sleep(300);
-    server = start(serveArgs, env);
+    server = startCli(serveArgs, env);
     await up();
 
     const tasks = await waitFor(

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { pino } from "pino";
@@ -32,6 +33,8 @@ export async function dev(argv: string[]): Promise<void> {
   });
   const port = Number(values.port);
   const dataDir = values["data-dir"];
+  // The simulator's state and the demo's chunks live here, whichever store holds the tasks.
+  mkdirSync(dataDir, { recursive: true });
   const config = await loadConfig(values.config);
   const log = pino({ level: process.env.LONGHAUL_LOG_LEVEL ?? "warn" });
   const store = await openStore(

@@ -52,6 +52,7 @@ export class Worker {
   private readonly running = new Set<Promise<void>>();
   private stopped = true;
   private wake: (() => void) | null = null;
+  private woken = false;
   private loopDone: Promise<void> = Promise.resolve();
   private unsubscribe: () => void = () => {};
   private lastRecovery = 0;
@@ -85,7 +86,9 @@ export class Worker {
     await Promise.allSettled([...this.running]);
   }
 
+  /** Wakes the loop; a poke while it is busy (claiming) is remembered, so no signal is lost. */
   private poke(): void {
+    this.woken = true;
     const w = this.wake;
     this.wake = null;
     w?.();
@@ -98,6 +101,7 @@ export class Worker {
     }
     await this.safely(() => this.d.store.enqueue([maintenanceItem(this.d.clock.now())]));
     while (!this.stopped) {
+      this.woken = false;
       const now = this.d.clock.now();
       if (now - this.lastRecovery >= Math.min(1000, this.leaseMs / 3)) {
         this.lastRecovery = now;
@@ -122,7 +126,7 @@ export class Worker {
   }
 
   private sleep(ms: number): Promise<void> {
-    if (this.stopped) return Promise.resolve();
+    if (this.stopped || this.woken) return Promise.resolve();
     return new Promise((resolve) => {
       const t = setTimeout(() => {
         this.wake = null;

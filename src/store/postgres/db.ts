@@ -59,6 +59,8 @@ export interface Ctx {
   clock: Clock;
   ids: IdGenerator;
   schema: string;
+  /** The work channel and this store's payload on it, for a statement that NOTIFYs by itself. */
+  wake: { channel: string; payload: string };
   effects: Effects;
 }
 

@@ -53,7 +53,10 @@ export async function migrate(
       }
     };
     const from = await locked(async () => {
-      await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+      // Only when missing: CREATE SCHEMA needs a privilege on the database that a role owning
+      // just its schema may lack, even with IF NOT EXISTS.
+      const exists = await client.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema]);
+      if (exists.rowCount === 0) await client.query(`CREATE SCHEMA "${schema}"`);
       await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
         version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)`);
       return refuseNewer(await currentVersion(client), latest);

@@ -47,6 +47,9 @@ export function parseTarget(url: string, applicationName?: string): PostgresTarg
       application_name: applicationName ?? "longhaul",
       connectionTimeoutMillis: 5000,
       keepAlive: true,
+      // A process that stalls inside a transaction (a frozen event loop) must not hold its row
+      // locks over the whole cluster: the server ends such a session, and its work rolls back.
+      idle_in_transaction_session_timeout: 60_000,
       types: { getTypeParser: typeParser as CustomTypesConfig["getTypeParser"] },
     },
   };

@@ -249,10 +249,10 @@ export class PostgresStore implements Store {
     return this.tx.write((c) => queue.enqueue(c, items));
   }
   claim(owner: string, limit: number, leaseMs: number) {
-    return this.tx.write((c) => claim(c, owner, limit, leaseMs));
+    return this.tx.statement((c) => claim(c, owner, limit, leaseMs));
   }
   complete(lease: Lease) {
-    return this.tx.write((c) => queue.complete(c, lease));
+    return this.tx.statement((c) => queue.complete(c, lease));
   }
   extendLease(lease: Lease, leaseMs: number) {
     return this.tx.write((c) => queue.extendLease(c, lease, leaseMs));

@@ -135,18 +135,33 @@ export async function assertLease(c: Ctx, lease: Lease): Promise<void> {
       "SELECT 1 FROM work_items WHERE id = $1 AND lease_owner = $2 AND status = 'leased' FOR UPDATE",
       [lease.itemId, lease.owner],
     ));
-  if (!held) {
-    throw new LonghaulError(
-      "LEASE_LOST",
-      `Work item ${lease.itemId} is no longer leased to ${lease.owner}; its result is discarded.`,
-    );
-  }
+  if (!held) throw leaseLost(lease);
 }
 
-/** Deletes a finished item. LEASE_LOST unless `lease` still holds it. */
+const leaseLost = (lease: Lease) =>
+  new LonghaulError(
+    "LEASE_LOST",
+    `Work item ${lease.itemId} is no longer leased to ${lease.owner}; its result is discarded.`,
+  );
+
+/**
+ * Deletes a finished item. LEASE_LOST unless `lease` still holds it. One statement: the lease
+ * check, the delete, and the NOTIFY when an item of the same concurrency key may have been
+ * waiting for this one, so it can run without a transaction around it.
+ */
 export async function complete(c: Ctx, lease: Lease): Promise<void> {
-  await assertLease(c, lease);
-  await removeItem(c, lease);
+  const done =
+    /^\d{1,18}$/.test(lease.itemId) &&
+    (await c.sql.get<{ concurrency_key: string | null }>(
+      `WITH done AS (
+         DELETE FROM work_items WHERE id = $1 AND lease_owner = $2 AND status = 'leased'
+         RETURNING concurrency_key
+       )
+       SELECT concurrency_key, CASE WHEN concurrency_key IS NOT NULL THEN pg_notify($3, $4) END FROM done`,
+      [lease.itemId, lease.owner, c.wake.channel, c.wake.payload],
+    ));
+  if (!done) throw leaseLost(lease);
+  if (done.concurrency_key !== null) c.effects.work = true;
 }
 
 /** Deletes the item of a lease the caller has already asserted. */

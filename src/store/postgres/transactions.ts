@@ -13,10 +13,11 @@ export interface CommitHooks {
   committed(work: boolean, events: readonly AppendedEvent[]): void;
 }
 
-type Mode = "write" | "snapshot" | "read";
+type Mode = "write" | "statement" | "snapshot" | "read";
 
 const BEGIN: Record<Mode, string | null> = {
   write: "BEGIN",
+  statement: null,
   snapshot: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
   read: null,
 };
@@ -51,6 +52,14 @@ export class Transactions {
   write<T>(op: (c: Ctx) => Promise<T>): Promise<T> {
     return this.run("write", op);
   }
+  /**
+   * A write that is one statement, atomic on its own, so it runs without the BEGIN and COMMIT
+   * round trips (the claim, a completion). It emits no task events; if it makes work due, its
+   * SQL sends the NOTIFY itself (`Ctx.wake`), and local listeners are woken here.
+   */
+  statement<T>(op: (c: Ctx) => Promise<T>): Promise<T> {
+    return this.run("statement", op);
+  }
   /** Several reads that see one consistent snapshot. */
   snapshot<T>(op: (c: Ctx) => Promise<T>): Promise<T> {
     return this.run("snapshot", op);
@@ -81,7 +90,9 @@ export class Transactions {
       };
 
       const effects: Effects = { work: false, events: [] };
-      const c: Ctx = { sql: new Sql(client), ...this.env, schema: this.env.target.schema, effects };
+      const { clock, ids, target } = this.env;
+      const wake = { channel: target.channels.work, payload: this.env.nodeId };
+      const c: Ctx = { sql: new Sql(client), clock, ids, schema: target.schema, wake, effects };
       const begin = BEGIN[mode];
       let committing = false;
       let value: T;
@@ -89,11 +100,12 @@ export class Transactions {
       try {
         if (begin) await client.query(begin);
         value = await op(c);
+        if (mode !== "write" && (effects.events.length > 0 || (effects.work && mode !== "statement"))) {
+          throw new Error(`A ${mode} operation emitted task events or work; it must run as a write.`);
+        }
         if (mode === "write") {
-          events = await appendTaskEvents(c, this.env.target.channels.events);
-          if (effects.work) {
-            await c.sql.run("SELECT pg_notify($1, $2)", [this.env.target.channels.work, this.env.nodeId]);
-          }
+          events = await appendTaskEvents(c, target.channels.events);
+          if (effects.work) await c.sql.run("SELECT pg_notify($1, $2)", [wake.channel, wake.payload]);
         }
         committing = true;
         if (events.length > 0) this.hooks.committing(events);

@@ -177,9 +177,11 @@ export function endWait(
   if (changed === 0) return false;
   c.sql.run("DELETE FROM event_waits WHERE task_id = ? AND step_id = ?", task.id, stepId);
   c.sql.run(
-    "DELETE FROM work_items WHERE status = 'pending' AND (dedupe_key = ? OR dedupe_key LIKE ?)",
+    // Exact keys, so the dedupe index finds them: a pattern would scan every pending timer.
+    "DELETE FROM work_items WHERE status = 'pending' AND dedupe_key IN (?, ?, ?)",
     `timeout:${task.id}:${stepId}`,
-    `reminder:${task.id}:${stepId}:%`,
+    `reminder:${task.id}:${stepId}:reminder`,
+    `reminder:${task.id}:${stepId}:escalation`,
   );
   const data: Record<string, unknown> = { step_id: stepId };
   if (fields.error) data.error = fields.error;

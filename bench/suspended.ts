@@ -1,0 +1,415 @@
+// Suspended tasks (issue #4), two parts in one run.
+//
+// 1. Memory per suspended task: the heap and RSS of one process holding N tasks suspended on
+//    a `step.callback` (DESIGN §2: a suspended task is rows in the store and nothing else),
+//    beside the peer measured the same way in the same process: N suspensions held in memory
+//    (a pending promise, its resolver in a map by task id, the awaiting async frame).
+// 2. Resume latency: callbacks POSTed over loopback at an open-loop 500/s, from the POST being
+//    sent to the task being `succeeded` in the store, beside the same POSTs at the same rate
+//    against a no-op route on the same server (the cost of HTTP alone: the ceiling).
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { availableParallelism, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { pino } from "pino";
+import { createLonghaul, type Longhaul } from "../src/app.ts";
+import { ulidGenerator } from "../src/core/ids.ts";
+import { defineTask } from "../src/core/task-type.ts";
+import { hashApiKey, newApiKey } from "../src/http/auth.ts";
+import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
+import { fmt, table } from "./load.ts";
+
+const N = Number(process.env.BENCH_TASKS ?? 100_000);
+const M = Number(process.env.BENCH_CALLBACKS ?? 5_000);
+const RATE = 500;
+/** Tasks suspended before the memory baseline, so one-time costs (JIT, statement cache) are not counted. */
+const WARM_TASKS = 1000;
+/** Submits in flight at once; the next chunk goes once the last one has suspended. */
+const CHUNK = 1000;
+/** Unmeasured POSTs per route before part 2, at the same rate. */
+const WARM_POSTS = 250;
+const ROUNDS = 5;
+const FILL_LIMIT_MS = 10 * 60_000;
+const DRAIN_LIMIT_MS = 60_000;
+/** No new round of part 2 starts after this long. */
+const PART2_LIMIT_MS = 5 * 60_000;
+const GC_MARKER = "LONGHAUL_BENCH_EXPOSED_GC";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const MB = (bytes: number) => fmt(bytes / 1024 / 1024, 1);
+
+const gc = (globalThis as { gc?: () => void }).gc;
+if (gc) {
+  await main(gc);
+} else {
+  // Memory is read after a forced GC, which needs --expose-gc: run again with it.
+  if (process.env[GC_MARKER]) throw new Error("global.gc is missing even with --expose-gc");
+  const child = spawn(
+    process.execPath,
+    ["--expose-gc", ...process.execArgv, fileURLToPath(import.meta.url)],
+    {
+      stdio: "inherit",
+      env: { ...process.env, [GC_MARKER]: "1" },
+    },
+  );
+  child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+}
+
+async function main(gc: () => void): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), "longhaul-bench-"));
+  try {
+    await run(gc, dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function run(gc: () => void, dir: string): Promise<void> {
+  const dbPath = join(dir, "longhaul.db");
+  const store = new SqliteStore({ path: dbPath });
+  await store.migrate();
+  const tenant = await store.createTenant({ name: "bench", keyHash: hashApiKey(newApiKey()) });
+  const suspend = defineTask("bench.suspend", async (_input, step) =>
+    step.callback("cb", { timeout: "48h" }),
+  );
+  const app = await createLonghaul({
+    store,
+    taskTypes: [suspend],
+    logger: pino({ level: "silent" }),
+  });
+  app.server.post("/bench/noop", async () => ({ ok: true }));
+  const url = await app.listen({ port: 0 });
+  try {
+    await measure(gc, dbPath, store, tenant.id, app, url);
+  } finally {
+    await app.close();
+  }
+}
+
+async function measure(
+  gc: () => void,
+  dbPath: string,
+  store: SqliteStore,
+  tenantId: string,
+  app: Longhaul,
+  url: string,
+): Promise<void> {
+  const countWaiting = store.db
+    .prepare("SELECT count(*) FROM tasks WHERE tenant_id = ? AND status = 'waiting'")
+    .pluck();
+  const waiting = () => countWaiting.get(tenantId) as number;
+
+  /**
+   * Submits `count` tasks through the store and returns once all of them wait on their callback.
+   * The worker's poke() only ends a sleep already begun: a commit signalled while its loop
+   * awaits claim() or nextRunAt() goes unseen, and the loop then sleeps its idle interval (1 s)
+   * with work due, which leaves a backlog draining at about one claim batch per second. An
+   * empty enqueue every 20 ms, whose commit signals work, wakes it while the store fills;
+   * part 2 runs without it.
+   */
+  const suspendTasks = async (count: number) => {
+    const nudge = setInterval(() => void store.enqueue([]), 20);
+    try {
+      await fill(count);
+    } finally {
+      clearInterval(nudge);
+    }
+  };
+  const fill = async (count: number) => {
+    const until = performance.now() + FILL_LIMIT_MS;
+    let lastReport = performance.now();
+    for (let done = 0; done < count; ) {
+      const n = Math.min(CHUNK, count - done);
+      const target = waiting() + n;
+      await Promise.all(
+        Array.from({ length: n }, () =>
+          store.submitTask({
+            tenantId,
+            type: "bench.suspend",
+            input: {},
+            clientRequestId: null,
+            userId: null,
+            traceId: null,
+          }),
+        ),
+      );
+      done += n;
+      while (waiting() < target) {
+        if (performance.now() > until) throw new Error(`tasks did not suspend within ${FILL_LIMIT_MS} ms`);
+        await sleep(10);
+      }
+      if (performance.now() - lastReport > 10_000) {
+        lastReport = performance.now();
+        process.stderr.write(`suspended ${done}/${count}\n`);
+      }
+    }
+  };
+
+  /** Heap and RSS after forced full collections, with the worker idle. */
+  const settled = async () => {
+    await sleep(300);
+    for (let i = 0; i < 4; i++) {
+      gc();
+      await new Promise((r) => setImmediate(r));
+    }
+    gc();
+    return process.memoryUsage();
+  };
+  /** The database file after a checkpoint, so the WAL holds nothing. */
+  const dbBytes = () => {
+    store.db.pragma("wal_checkpoint(TRUNCATE)");
+    return statSync(dbPath).size;
+  };
+
+  // ── Part 1: memory per suspended task ──
+  await suspendTasks(WARM_TASKS);
+  const dbBefore = dbBytes();
+  const before = await settled();
+  const fillStarted = performance.now();
+  await suspendTasks(N);
+  const fillSeconds = (performance.now() - fillStarted) / 1000;
+  const after = await settled();
+  const dbAfter = dbBytes();
+  const suspendedNow = waiting();
+
+  // The peer: the same N suspensions kept in memory, as an engine without a store would.
+  const ids = ulidGenerator();
+  const peerBefore = await settled();
+  const holders = new Map<string, (v: unknown) => void>();
+  for (let i = 0; i < N; i++) {
+    const id = ids.next("t");
+    void (async () => {
+      const output = await new Promise((resolve) => holders.set(id, resolve));
+      return { id, output };
+    })();
+  }
+  const peerAfter = await settled();
+  for (const resume of holders.values()) resume(null);
+  holders.clear();
+  await settled();
+
+  const perTask = (a: number, b: number) => (b - a) / N;
+  const peerHeap = perTask(peerBefore.heapUsed, peerAfter.heapUsed);
+  const peerRss = perTask(peerBefore.rss, peerAfter.rss);
+  const memRow = (name: string, a: NodeJS.MemoryUsage, b: NodeJS.MemoryUsage) => ({
+    case: name,
+    "heap before MB": MB(a.heapUsed),
+    "heap after MB": MB(b.heapUsed),
+    "heap B/task": fmt(perTask(a.heapUsed, b.heapUsed), 1),
+    "RSS before MB": MB(a.rss),
+    "RSS after MB": MB(b.rss),
+    "RSS B/task": fmt(perTask(a.rss, b.rss), 1),
+    "heap vs in-memory": fmt(perTask(a.heapUsed, b.heapUsed) / peerHeap, 3),
+    "RSS vs in-memory": fmt(perTask(a.rss, b.rss) / peerRss, 3),
+  });
+
+  // ── Part 2: resume latency with callbacks arriving at 500/s ──
+  const pool = store.db
+    .prepare(
+      "SELECT task_id AS id, attempts, deadline_at AS deadlineAt FROM steps WHERE step_id = 'cb' AND status = 'waiting' LIMIT ?",
+    )
+    .all(WARM_POSTS + M) as { id: string; attempts: number; deadlineAt: number | null }[];
+  if (pool.length < WARM_POSTS + 1) throw new Error(`only ${pool.length} tasks wait; raise BENCH_TASKS`);
+  const callbacks = pool.map((t) => ({
+    id: t.id,
+    url: app.urls.callback(tenantId, t.id, {
+      stepId: "cb",
+      attempts: t.attempts,
+      deadlineAt: t.deadlineAt,
+    }),
+  }));
+  const measured = callbacks.length - WARM_POSTS;
+  const perRound = Math.ceil(measured / ROUNDS);
+
+  // Resume detection: each callback's send time is kept with its task id while it is in
+  // flight. After every commit that may have made work (the store's onWork signal, which
+  // fires for the advance that ends the task) and every 10 ms as a fallback, one query reads
+  // which in-flight tasks are `succeeded`; the first time an id is seen ends its latency.
+  // The query touches only the in-flight ids (a few dozen at 500/s), not the whole table.
+  const sentAt = new Map<string, number>();
+  const resumeMs: number[] = [];
+  const succeeded = store.db
+    .prepare("SELECT id FROM tasks WHERE id IN (SELECT value FROM json_each(?)) AND status = 'succeeded'")
+    .pluck();
+  let recording = false;
+  let checkQueued = false;
+  const check = () => {
+    checkQueued = false;
+    if (sentAt.size === 0) return;
+    const seen = performance.now();
+    for (const id of succeeded.all(JSON.stringify([...sentAt.keys()])) as string[]) {
+      if (recording) resumeMs.push(seen - sentAt.get(id)!);
+      sentAt.delete(id);
+    }
+  };
+  const unsubscribe = store.onWork(() => {
+    if (checkQueued) return;
+    checkQueued = true;
+    setImmediate(check);
+  });
+  const fallback = setInterval(check, 10);
+
+  interface Phase {
+    latencies: number[];
+    errors: number;
+    sent: number;
+    seconds: number;
+  }
+  /** Sends `count` POSTs on a fixed schedule, RATE per second, whatever the answers' pace. */
+  const openLoop = async (count: number, send: (i: number) => Promise<boolean>): Promise<Phase> => {
+    const latencies: number[] = [];
+    let errors = 0;
+    const inFlight: Promise<void>[] = [];
+    const interval = 1000 / RATE;
+    const start = performance.now();
+    let last = start;
+    for (let i = 0; i < count; ) {
+      const now = performance.now();
+      const due = start + i * interval;
+      if (now < due) {
+        await sleep(due - now);
+        continue;
+      }
+      last = now;
+      const t = now;
+      inFlight.push(
+        send(i)
+          .catch(() => false)
+          .then((ok) => {
+            latencies.push(performance.now() - t);
+            if (!ok) errors++;
+          }),
+      );
+      i++;
+    }
+    await Promise.all(inFlight);
+    return { latencies, errors, sent: count, seconds: (last - start) / 1000 };
+  };
+  /** Failed callback POSTs by answer ("network" when none came): their tasks are not waited for. */
+  const failures = new Map<string, number>();
+  const post = async (target: string, body: string): Promise<string> => {
+    try {
+      const res = await fetch(target, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+        signal: AbortSignal.timeout(DRAIN_LIMIT_MS),
+      });
+      await res.arrayBuffer();
+      return String(res.status);
+    } catch {
+      return "network";
+    }
+  };
+  const noop = async () => (await post(`${url}/bench/noop`, JSON.stringify({ ok: true }))) === "200";
+  const resume = (from: number) => async (i: number) => {
+    const cb = callbacks[from + i]!;
+    sentAt.set(cb.id, performance.now());
+    const answer = await post(cb.url, JSON.stringify({ ok: true }));
+    if (answer === "200") return true;
+    sentAt.delete(cb.id);
+    if (recording) failures.set(answer, (failures.get(answer) ?? 0) + 1);
+    return false;
+  };
+  const drain = async () => {
+    const until = performance.now() + DRAIN_LIMIT_MS;
+    while (sentAt.size > 0 && performance.now() < until) await sleep(10);
+  };
+
+  await openLoop(WARM_POSTS, noop);
+  await openLoop(WARM_POSTS, resume(0));
+  await drain();
+  sentAt.clear();
+
+  const noopPhases: Phase[] = [];
+  const callbackPhases: Phase[] = [];
+  let lost = 0;
+  recording = true;
+  const part2Started = performance.now();
+  // Rounds alternate the two routes so drift over the run hits both alike.
+  for (let from = WARM_POSTS; from < callbacks.length; from += perRound) {
+    if (performance.now() - part2Started > PART2_LIMIT_MS) break;
+    const n = Math.min(perRound, callbacks.length - from);
+    noopPhases.push(await openLoop(n, noop));
+    callbackPhases.push(await openLoop(n, resume(from)));
+    await drain();
+    lost += sentAt.size;
+    sentAt.clear();
+  }
+  recording = false;
+  clearInterval(fallback);
+  unsubscribe();
+
+  const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
+  const at = (xs: number[], q: number) => xs[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? 0;
+  const merge = (phases: Phase[]) => ({
+    latencies: sorted(phases.flatMap((p) => p.latencies)),
+    errors: phases.reduce((s, p) => s + p.errors, 0),
+    sent: phases.reduce((s, p) => s + p.sent, 0),
+    perSecond: phases.reduce((s, p) => s + p.sent - 1, 0) / phases.reduce((s, p) => s + p.seconds, 0) || 0,
+  });
+  const ceiling = merge(noopPhases);
+  const callbackPosts = merge(callbackPhases);
+  const resumes = sorted(resumeMs);
+  const latencyRow = (
+    name: string,
+    xs: number[],
+    extra: { requests: number; perSecond: number; errors: number },
+  ) => ({
+    case: name,
+    requests: extra.requests,
+    "sent/s": fmt(extra.perSecond, 0),
+    "p50 ms": fmt(at(xs, 0.5), 2),
+    "p99 ms": fmt(at(xs, 0.99), 2),
+    "max ms": fmt(xs.at(-1) ?? 0, 2),
+    "p50 vs ceiling": fmt(at(xs, 0.5) / at(ceiling.latencies, 0.5), 2),
+    "p99 vs ceiling": fmt(at(xs, 0.99) / at(ceiling.latencies, 0.99), 2),
+    errors: extra.errors,
+  });
+
+  console.log(
+    `\nN = ${N} suspended tasks (after ${WARM_TASKS} before the baseline), M = ${callbackPosts.sent} callbacks at ${RATE}/s, ` +
+      `${availableParallelism()} cores, Node ${process.version}, SQLite WAL synchronous=FULL, loopback\n`,
+  );
+  console.log(
+    table([
+      memRow(`in-memory: ${N} pending promises (resolver by id + async frame)`, peerBefore, peerAfter),
+      memRow(`longhaul: ${N} tasks suspended on step.callback (SQLite)`, before, after),
+    ]),
+  );
+  console.log(
+    `\nafter a forced full GC each time; ${suspendedNow} tasks waiting at the second reading; ` +
+      `${N} tasks suspended in ${fmt(fillSeconds, 1)} s (${fmt(N / fillSeconds, 0)}/s, ${CHUNK} submits in flight)`,
+  );
+  console.log(
+    `database file (checkpointed): ${MB(dbBefore)} MB → ${MB(dbAfter)} MB, ` +
+      `${fmt((dbAfter - dbBefore) / N, 0)} B per suspended task on disk (informative)\n`,
+  );
+  console.log(
+    table([
+      latencyRow("ceiling: POST /bench/noop, response", ceiling.latencies, {
+        requests: ceiling.sent,
+        perSecond: ceiling.perSecond,
+        errors: ceiling.errors,
+      }),
+      latencyRow("POST /v1/callbacks/:token, response", callbackPosts.latencies, {
+        requests: callbackPosts.sent,
+        perSecond: callbackPosts.perSecond,
+        errors: callbackPosts.errors,
+      }),
+      latencyRow("resume: POST sent → task succeeded in the store", resumes, {
+        requests: callbackPosts.sent,
+        perSecond: callbackPosts.perSecond,
+        errors: callbackPosts.errors + lost,
+      }),
+    ]),
+  );
+  const failed = [...failures].map(([answer, n]) => `${n} × ${answer}`).join(", ") || "none";
+  console.log(
+    `\n${callbackPhases.length} of ${ROUNDS} rounds alternating the two routes (no round starts after ` +
+      `${PART2_LIMIT_MS / 60_000} min), ${WARM_POSTS} unmeasured POSTs per route first; resume errors = ` +
+      `callback POSTs not answered 200 (${failed}) + ${lost} accepted but not seen succeeded within ` +
+      `${DRAIN_LIMIT_MS / 1000} s of the round's last POST`,
+  );
+}
