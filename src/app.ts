@@ -32,6 +32,8 @@ export interface LonghaulOptions {
   pollAfterMs?: number;
   /** How long inbox rows are kept for dedupe; must cover providers' retry horizons. Default 7 days. */
   dedupeHorizonMs?: number;
+  /** HTTP limits for slow clients: all headers within `headersMs` (10 s), the whole request within `requestMs` (30 s). */
+  httpTimeouts?: { headersMs?: number; requestMs?: number };
   /** Enables the admin API; default `LONGHAUL_ADMIN_KEY`. */
   adminKey?: string;
   /**
@@ -149,6 +151,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     outbound,
     realtime: opts.realtime,
     dashboard: opts.dashboard,
+    timeouts: opts.httpTimeouts,
   });
 
   return {

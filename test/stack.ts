@@ -47,6 +47,7 @@ export async function startStack(
     dbPath?: string;
     /** Serve the dashboard signed in as the stack's tenant, as `longhaul dev` does. */
     dashboard?: boolean;
+    httpTimeouts?: LonghaulOptions["httpTimeouts"];
   } = {},
 ): Promise<Stack> {
   const tmp = tempDir();
@@ -79,6 +80,7 @@ export async function startStack(
     ...(opts.dashboard ? { dashboard: { devApiKey: key } } : {}),
     ...(opts.outbound ? { outbound: opts.outbound } : {}),
     ...(opts.realtime ? { realtime: opts.realtime } : {}),
+    ...(opts.httpTimeouts ? { httpTimeouts: opts.httpTimeouts } : {}),
   });
   const url = await app.listen({ port: 0 });
   const api: Stack["api"] = async (path, init = {}) => {

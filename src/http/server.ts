@@ -1,3 +1,4 @@
+import { createServer } from "node:http";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import type { Clock } from "../core/clock.ts";
@@ -38,21 +39,32 @@ export interface ServerDeps {
   outbound: OutboundSettings;
   realtime?: EventStreamsOptions | undefined;
   dashboard?: DashboardOptions | undefined;
+  timeouts?: { headersMs?: number; requestMs?: number } | undefined;
 }
 
 /** The HTTP API (DESIGN §7). Slow clients are cut off by header and request timeouts. */
 export function buildServer(d: ServerDeps): FastifyInstance {
+  const t = { headersMs: 10_000, requestMs: 30_000, ...d.timeouts };
   const app = Fastify({
     loggerInstance: d.log as FastifyBaseLogger,
     bodyLimit: 1024 * 1024,
-    requestTimeout: 30_000,
+    // Slow clients (slowloris) are cut off: all headers within headersMs, the whole request
+    // within requestMs, checked often enough that the limits mean what they say.
+    serverFactory: (handler) =>
+      createServer(
+        {
+          headersTimeout: t.headersMs,
+          requestTimeout: t.requestMs,
+          connectionsCheckingInterval: Math.max(50, Math.min(1000, t.headersMs / 4)),
+        },
+        handler,
+      ),
     // Capability tokens travel in the path.
     routerOptions: { maxParamLength: 2100 },
     connectionTimeout: 0,
     keepAliveTimeout: 72_000,
     return503OnClosing: true,
   });
-  app.server.headersTimeout = 10_000;
   installErrorHandling(app);
   const streams = new EventStreams(d.store, d.log, d.realtime);
   app.decorate("eventStreams", streams);
