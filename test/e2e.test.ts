@@ -166,6 +166,13 @@ describe("tasks end to end over HTTP on a SQLite file", () => {
       400,
       "VALIDATION_FAILED",
     );
+    await expect(
+      stack.api("/v1/tasks", {
+        body: { type: "demo.echo", input: { text: "a" }, client_request_id: "a\u0000b" },
+      }),
+      400,
+      "VALIDATION_FAILED",
+    );
     await expect(stack.api("/v1/tasks/t_unknown"), 404, "TASK_NOT_FOUND");
     await expect(stack.api("/v1/tasks/t_unknown/cancel", { method: "POST" }), 404, "TASK_NOT_FOUND");
     await expect(stack.api("/v1/tasks?limit=0"), 400, "VALIDATION_FAILED");

@@ -14,7 +14,7 @@ function body(req: { body: unknown }): Record<string, unknown> {
 }
 
 function name(v: unknown): string {
-  if (typeof v !== "string" || v.trim().length === 0 || v.length > 200) {
+  if (typeof v !== "string" || v.trim().length === 0 || v.length > 200 || v.includes("\u0000")) {
     throw new LonghaulError("VALIDATION_FAILED", '"name" must be a string of 1 to 200 characters.');
   }
   return v.trim();

@@ -73,7 +73,7 @@ export function approvalsRoutes(
         );
       }
       const text = (v: unknown, max: number) =>
-        typeof v === "string" && v.trim().length > 0 ? v.trim().slice(0, max) : null;
+        typeof v === "string" && v.trim().length > 0 ? v.replaceAll("\u0000", "").trim().slice(0, max) : null;
       const answer = await d.store.decideApproval({
         tenantId: claims.tenantId,
         taskId: claims.taskId,

@@ -12,10 +12,18 @@ export function signalsRoutes(app: FastifyInstance, store: Store): void {
         'Send a JSON object such as {"name": "invoice.paid", "data": {...}}.',
       );
     }
-    if (typeof b.name !== "string" || b.name.length === 0 || b.name.length > 200) {
+    if (
+      typeof b.name !== "string" ||
+      b.name.length === 0 ||
+      b.name.length > 200 ||
+      b.name.includes("\u0000")
+    ) {
       throw new LonghaulError("VALIDATION_FAILED", '"name" must be a string of 1 to 200 characters.');
     }
-    if (b.id !== undefined && (typeof b.id !== "string" || b.id.length === 0 || b.id.length > 255)) {
+    if (
+      b.id !== undefined &&
+      (typeof b.id !== "string" || b.id.length === 0 || b.id.length > 255 || b.id.includes("\u0000"))
+    ) {
       throw new LonghaulError(
         "VALIDATION_FAILED",
         '"id" must be a string of 1 to 255 characters; it makes the signal idempotent.',

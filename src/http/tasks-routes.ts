@@ -13,7 +13,7 @@ const MAX_KEY = 255;
 function optionalString(body: Record<string, unknown>, field: string): string | null {
   const v = body[field];
   if (v === undefined || v === null) return null;
-  if (typeof v !== "string" || v.length === 0 || v.length > MAX_KEY) {
+  if (typeof v !== "string" || v.length === 0 || v.length > MAX_KEY || v.includes("\u0000")) {
     throw new LonghaulError(
       "VALIDATION_FAILED",
       `"${field}" must be a string of 1 to ${MAX_KEY} characters.`,
@@ -38,7 +38,7 @@ export function tasksRoutes(
       );
     }
     const b = body as Record<string, unknown>;
-    if (typeof b.type !== "string" || b.type.length === 0) {
+    if (typeof b.type !== "string" || b.type.length === 0 || b.type.includes("\u0000")) {
       throw new LonghaulError("VALIDATION_FAILED", '"type" is required: the name of a registered task type.');
     }
     const type = taskTypes.get(b.type);
