@@ -1,6 +1,6 @@
+import { toWorkItem, type WorkRow } from "../rows.ts";
 import type { WorkItem } from "../store.ts";
 import type { Ctx } from "./db.ts";
-import { toWorkItem, type WorkRow } from "./queue-ops.ts";
 
 /**
  * The claim, in one statement. $1 now, $2 limit, $3 owner, $4 lease length (ms).

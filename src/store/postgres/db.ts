@@ -71,7 +71,3 @@ export interface Ctx {
 export async function advisoryLock(c: Ctx, name: string): Promise<void> {
   await c.sql.run("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [`${c.schema}:${name}`]);
 }
-
-export const json = (v: unknown): string => JSON.stringify(v ?? null);
-export const parseJson = <T = unknown>(s: string | null | undefined): T =>
-  (s == null ? null : JSON.parse(s)) as T;

@@ -1,9 +1,12 @@
 import { type ErrorInfo, LonghaulError } from "../../core/errors.ts";
-import { isTerminalJob, type JobStatus, nextJobStatus } from "../../core/job-state.ts";
+import { isTerminalJob, type JobStatus } from "../../core/job-state.ts";
 import { overBudget } from "../../core/quotas.ts";
 import type { RunOutcome, StoredStep } from "../../core/replay.ts";
 import { isTerminalTask } from "../../core/task-state.ts";
 import type { ProviderEvent } from "../../providers/provider.ts";
+import { jobEndCounts, jobEventEffect } from "../job-rules.ts";
+import { json } from "../json.ts";
+import { type InboxDbRow, type JobDbRow, type StepDbRow, toInbox, toJob, toStep } from "../rows.ts";
 import type {
   AdvanceResult,
   ApplyOutcome,
@@ -14,19 +17,11 @@ import type {
   NewInboxEvent,
   TaskRow,
 } from "../store.ts";
-import { advisoryLock, type Ctx, json } from "./db.ts";
+import { advanceItem, applyItem, PARK_MS, pollItem } from "../work-items.ts";
+import { advisoryLock, type Ctx } from "./db.ts";
 import { emit } from "./event-log.ts";
 import { assertLease, enqueue, park, removeItem } from "./queue-ops.ts";
-import {
-  advanceItem,
-  type JobDbRow,
-  lockTask,
-  type StepDbRow,
-  setTaskStatus,
-  taskRow,
-  toJob,
-  toStep,
-} from "./task-ops.ts";
+import { lockTask, setTaskStatus, taskRow } from "./task-ops.ts";
 import { countUsage, lockSlots, slotsInUse, tenant, wakeParked } from "./tenant-ops.ts";
 import { endWait } from "./wait-ops.ts";
 
@@ -61,9 +56,6 @@ export async function beginAdvance(
   if (task.status !== "running") await setTaskStatus(c, task, "running");
   return "started";
 }
-
-/** How long parked work waits before it looks again, if nothing wakes it sooner. */
-const PARK_MS = 5000;
 
 async function hasRoom(c: Ctx, tenantId: string): Promise<boolean> {
   const t = await tenant(c, tenantId);
@@ -218,21 +210,6 @@ export async function recordJobCreated(
   await enqueue(c, items);
 }
 
-const pollItem = (tenantId: string, jobId: string, runAt: number, attempt: number) => ({
-  kind: "poll" as const,
-  tenantId,
-  payload: { jobId, attempt },
-  runAt,
-  dedupeKey: `poll:${jobId}`,
-});
-
-const applyItem = (tenantId: string | null, inboxId: string) => ({
-  kind: "apply_event" as const,
-  tenantId,
-  payload: { inboxId },
-  dedupeKey: `apply:${inboxId}`,
-});
-
 /**
  * Ends a job's step with `stepStatus`, stores the job's final fields, and advances its task.
  * The caller holds the task's lock.
@@ -259,11 +236,7 @@ async function endJobStep(
   );
   // The job has ended: its reconciler poll has nothing left to ask, and its slot is free.
   await c.sql.run("DELETE FROM work_items WHERE dedupe_key = $1 AND status = 'pending'", [`poll:${j.id}`]);
-  const tokens = (fields.usage as { total_tokens?: number } | undefined)?.total_tokens;
-  await countUsage(c, j.tenant_id, {
-    ...(jobStatus === "failed" ? { jobs_failed: 1 } : {}),
-    ...(typeof tokens === "number" && tokens > 0 ? { tokens: Math.round(tokens) } : {}),
-  });
+  await countUsage(c, j.tenant_id, jobEndCounts(jobStatus, fields.usage));
   await wakeParked(c, j.tenant_id);
   await endWait(c, task, j.step_id, stepStatus, {
     ...(stepStatus === "succeeded" ? { output: fields.output } : {}),
@@ -367,19 +340,6 @@ export async function recordEvent(c: Ctx, e: NewInboxEvent): Promise<{ id: strin
   return { id: inserted.id, duplicate: false };
 }
 
-interface InboxDbRow {
-  id: string;
-  source: string;
-  provider: string;
-  event_id: string;
-  body: Buffer;
-  status: InboxStatus;
-  type: string | null;
-  job_external_id: string | null;
-  note: string | null;
-  received_at: number;
-}
-
 /** Every inbox row of the given jobs of one provider, oldest first (a task's timeline). */
 export async function inboxForJobs(
   c: Ctx,
@@ -398,21 +358,6 @@ export async function inboxForJobs(
 export async function getInboxEvent(c: Ctx, id: string): Promise<InboxEventRow | null> {
   const r = await c.sql.get<InboxDbRow>("SELECT * FROM inbox_events WHERE id = $1", [id]);
   return r ? toInbox(r) : null;
-}
-
-export function toInbox(r: InboxDbRow): InboxEventRow {
-  return {
-    id: r.id,
-    source: r.source,
-    provider: r.provider,
-    eventId: r.event_id,
-    body: r.body,
-    status: r.status,
-    type: r.type,
-    jobExternalId: r.job_external_id,
-    note: r.note,
-    receivedAt: r.received_at,
-  };
 }
 
 async function markInbox(
@@ -462,53 +407,34 @@ export async function applyJobEvent(
     return "unmatched";
   }
   const { task, job: j } = await lockJobAndTask(c, found.task_id, found.id);
-  const to = nextJobStatus(j.status, ev.type);
-  if (j.status === "timed_out" && (ev.type === "job.succeeded" || ev.type === "job.failed")) {
-    // DESIGN §4.4: a result after the deadline is kept for people to see, never applied.
-    await c.sql.run("UPDATE steps SET late_output = $1 WHERE task_id = $2 AND step_id = $3", [
-      json({
-        type: ev.type,
-        output: ev.output ?? null,
-        error: ev.error ?? null,
-        received_at: new Date(c.clock.now()).toISOString(),
-      }),
-      j.task_id,
-      j.step_id,
-    ]);
-    await markInbox(c, inboxId, "ignored", {
-      type: ev.type,
-      jobExternalId: ev.jobId,
-      note: "late result: the step had timed out",
-    });
-    return "ignored";
+  const effect = jobEventEffect(j.status, provider, ev, c.clock.now());
+  const seen = { type: ev.type, jobExternalId: ev.jobId };
+  switch (effect.kind) {
+    case "late":
+      await c.sql.run("UPDATE steps SET late_output = $1 WHERE task_id = $2 AND step_id = $3", [
+        json(effect.lateOutput),
+        j.task_id,
+        j.step_id,
+      ]);
+      await markInbox(c, inboxId, "ignored", { ...seen, note: effect.note });
+      return "ignored";
+    case "ignored":
+      await markInbox(c, inboxId, "ignored", { ...seen, note: effect.note });
+      return "ignored";
+    case "end":
+      await markInbox(c, inboxId, "applied", seen);
+      await endJobStep(c, task, j, effect.jobStatus, effect.stepStatus, effect.fields);
+      return "applied";
+    case "move":
+      await markInbox(c, inboxId, "applied", seen);
+      await c.sql.run("UPDATE jobs SET status = $1, updated_at = $2 WHERE id = $3", [
+        effect.to,
+        c.clock.now(),
+        j.id,
+      ]);
+      emit(c, j.tenant_id, j.task_id, `job.${effect.to}`, { step_id: j.step_id, job_id: j.id });
+      return "applied";
   }
-  if (to === null) {
-    // DESIGN §3.3: recorded, never applied backwards.
-    await markInbox(c, inboxId, "ignored", {
-      type: ev.type,
-      jobExternalId: ev.jobId,
-      note: `job is already ${j.status}; a ${ev.type} event cannot move it`,
-    });
-    return "ignored";
-  }
-  await markInbox(c, inboxId, "applied", { type: ev.type, jobExternalId: ev.jobId });
-  if (to === "succeeded" || to === "failed" || to === "canceled") {
-    const fields =
-      to === "succeeded"
-        ? { output: ev.output ?? null, usage: ev.usage }
-        : {
-            error: {
-              code: ev.error?.code ?? (to === "canceled" ? "JOB_CANCELED" : "JOB_FAILED"),
-              message: ev.error?.message ?? `The ${provider} job ${ev.jobId} ${to}.`,
-            },
-            usage: ev.usage,
-          };
-    await endJobStep(c, task, j, to, to === "succeeded" ? "succeeded" : "failed", fields);
-  } else {
-    await c.sql.run("UPDATE jobs SET status = $1, updated_at = $2 WHERE id = $3", [to, c.clock.now(), j.id]);
-    emit(c, j.tenant_id, j.task_id, `job.${to}`, { step_id: j.step_id, job_id: j.id });
-  }
-  return "applied";
 }
 
 export async function rejectInboxEvent(c: Ctx, lease: Lease, inboxId: string, note: string): Promise<void> {

@@ -1,5 +1,7 @@
+import { json } from "../json.ts";
+import { type TaskEventDbRow, toTaskEvent } from "../rows.ts";
 import type { TaskEventRow } from "../store.ts";
-import { advisoryLock, type Ctx, json, parseJson } from "./db.ts";
+import { advisoryLock, type Ctx } from "./db.ts";
 import { fanOut } from "./outbound-ops.ts";
 
 /** A task event once it has its sequence number. */
@@ -54,15 +56,6 @@ export async function appendTaskEvents(c: Ctx, channel: string): Promise<Appende
   return appended;
 }
 
-interface TaskEventDbRow {
-  seq: number;
-  tenant_id: string;
-  task_id: string;
-  type: string;
-  data: string;
-  created_at: number;
-}
-
 export async function taskEvents(
   c: Ctx,
   tenantId: string,
@@ -79,14 +72,7 @@ export async function taskEvents(
         "SELECT * FROM task_events WHERE tenant_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
         [tenantId, afterSeq, limit],
       );
-  return rows.map((r) => ({
-    seq: r.seq,
-    tenantId: r.tenant_id,
-    taskId: r.task_id,
-    type: r.type,
-    data: parseJson(r.data),
-    createdAt: r.created_at,
-  }));
+  return rows.map(toTaskEvent);
 }
 
 /** The seq of the tenant's newest task event, 0 if none. */

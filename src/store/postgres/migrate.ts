@@ -1,23 +1,9 @@
-import { readdirSync, readFileSync } from "node:fs";
 import type { Pool, PoolClient } from "pg";
-import { LonghaulError } from "../../core/errors.ts";
+import { type Migration, readMigrations, refuseNewer } from "../migrations.ts";
 import { isConnectionError, unavailable } from "./pool.ts";
 
-const dir = new URL("./migrations/", import.meta.url);
-
-interface Migration {
-  version: number;
-  name: string;
-  sql: string;
-}
-
 /** The numbered migrations, in order; the same numbers and meanings as the SQLite ones. */
-export function knownMigrations(): Migration[] {
-  return readdirSync(dir)
-    .filter((f) => /^\d{3}_.+\.sql$/.test(f))
-    .sort()
-    .map((f) => ({ version: Number(f.slice(0, 3)), name: f, sql: readFileSync(new URL(f, dir), "utf8") }));
-}
+export const knownMigrations = (): Migration[] => readMigrations(new URL("./migrations/", import.meta.url));
 
 /**
  * Applies pending migrations to `schema`, each in its own transaction together with its
@@ -85,14 +71,4 @@ export async function migrate(
 async function currentVersion(client: PoolClient): Promise<number> {
   const r = await client.query<{ v: number | null }>("SELECT max(version) AS v FROM schema_migrations");
   return r.rows[0]?.v ?? 0;
-}
-
-function refuseNewer(current: number, latest: number): number {
-  if (current > latest) {
-    throw new LonghaulError(
-      "SCHEMA_TOO_NEW",
-      `The database is at schema version ${current} but this longhaul knows only up to ${latest}. Upgrade longhaul before starting it against this database.`,
-    );
-  }
-  return current;
 }

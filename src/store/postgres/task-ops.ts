@@ -1,124 +1,15 @@
 import type { ErrorInfo } from "../../core/errors.ts";
 import { LonghaulError } from "../../core/errors.ts";
-import type { JobStatus } from "../../core/job-state.ts";
-import { overBudget, secondsUntilNextDay } from "../../core/quotas.ts";
-import type { StepKind, StepStatus } from "../../core/step-state.ts";
 import { isTerminalTask, type TaskStatus } from "../../core/task-state.ts";
-import type { JobRow, NewTask, StepRow, TaskDetail, TaskQuery, TaskRow, TenantRow } from "../store.ts";
-import { type Ctx, json, parseJson } from "./db.ts";
+import { json } from "../json.ts";
+import { type JobDbRow, type StepDbRow, type TaskDbRow, toJob, toStep, toTask } from "../rows.ts";
+import type { NewTask, TaskDetail, TaskQuery, TaskRow } from "../store.ts";
+import { checkSubmitQuotas } from "../submit-quotas.ts";
+import { advanceItem, cancelJobItem } from "../work-items.ts";
+import type { Ctx } from "./db.ts";
 import { emit } from "./event-log.ts";
 import { enqueue } from "./queue-ops.ts";
 import { countUsage, tasksSubmittedToday, tenant, wakeParked } from "./tenant-ops.ts";
-
-interface TaskDbRow {
-  id: string;
-  tenant_id: string;
-  type: string;
-  status: TaskStatus;
-  input: string;
-  output: string | null;
-  error: string | null;
-  client_request_id: string | null;
-  user_id: string | null;
-  trace_id: string | null;
-  created_at: number;
-  updated_at: number;
-}
-
-export const toTask = (r: TaskDbRow): TaskRow => ({
-  id: r.id,
-  tenantId: r.tenant_id,
-  type: r.type,
-  status: r.status,
-  input: parseJson(r.input),
-  output: parseJson(r.output),
-  error: parseJson<ErrorInfo | null>(r.error),
-  clientRequestId: r.client_request_id,
-  userId: r.user_id,
-  traceId: r.trace_id,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-});
-
-export interface StepDbRow {
-  task_id: string;
-  step_id: string;
-  position: number;
-  kind: StepKind;
-  status: StepStatus;
-  output: string | null;
-  error: string | null;
-  attempts: number;
-  deadline_at: number | null;
-  job_id: string | null;
-  config: string | null;
-  handed_off: boolean;
-  late_output: string | null;
-  created_at: number;
-  updated_at: number;
-}
-
-export const toStep = (r: StepDbRow): StepRow => ({
-  stepId: r.step_id,
-  position: r.position,
-  kind: r.kind,
-  status: r.status,
-  output: parseJson(r.output),
-  error: parseJson<ErrorInfo | null>(r.error),
-  attempts: r.attempts,
-  deadlineAt: r.deadline_at,
-  jobId: r.job_id,
-  config: parseJson(r.config),
-  handedOff: r.handed_off,
-  lateOutput: parseJson(r.late_output),
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-});
-
-export interface JobDbRow {
-  id: string;
-  tenant_id: string;
-  task_id: string;
-  step_id: string;
-  provider: string;
-  external_id: string | null;
-  status: JobStatus;
-  input: string;
-  output: string | null;
-  error: string | null;
-  usage: string | null;
-  idempotency_key: string;
-  poll_after_ms: number | null;
-  cancel_on_timeout: boolean;
-  created_at: number;
-  updated_at: number;
-}
-
-export const toJob = (r: JobDbRow): JobRow => ({
-  id: r.id,
-  tenantId: r.tenant_id,
-  taskId: r.task_id,
-  stepId: r.step_id,
-  provider: r.provider,
-  externalId: r.external_id,
-  status: r.status,
-  input: parseJson(r.input),
-  output: parseJson(r.output),
-  error: parseJson<ErrorInfo | null>(r.error),
-  usage: parseJson(r.usage),
-  idempotencyKey: r.idempotency_key,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-});
-
-export const advanceItem = (tenantId: string, taskId: string, runAt?: number) => ({
-  kind: "advance" as const,
-  tenantId,
-  payload: { taskId },
-  dedupeKey: `advance:${taskId}`,
-  concurrencyKey: `task:${taskId}`,
-  ...(runAt === undefined ? {} : { runAt }),
-});
 
 export async function taskRow(c: Ctx, taskId: string): Promise<TaskRow | null> {
   const r = await c.sql.get<TaskDbRow>("SELECT * FROM tasks WHERE id = $1", [taskId]);
@@ -191,25 +82,6 @@ export async function submitTask(c: Ctx, t: NewTask): Promise<{ task: TaskRow; c
   emit(c, t.tenantId, row.id, "task.created", { type: t.type });
   await enqueue(c, [advanceItem(t.tenantId, row.id)]);
   return { task: toTask(row), created: true };
-}
-
-/** DESIGN §4.6: the daily task limit, and the token budget under the `reject` policy. */
-function checkSubmitQuotas(t: TenantRow, submittedToday: number, now: number): void {
-  const q = t.quotas;
-  if (q.tasks_per_day != null && submittedToday >= q.tasks_per_day) {
-    const retryAfter = secondsUntilNextDay(now);
-    throw new LonghaulError(
-      "QUOTA_EXCEEDED",
-      `This tenant may submit ${q.tasks_per_day} tasks a day and has reached it; try again in ${retryAfter} s (the limit resets at midnight UTC).`,
-      { details: { retry_after_s: retryAfter } },
-    );
-  }
-  if (q.budget_policy === "reject" && overBudget(q, t.tokensUsed)) {
-    throw new LonghaulError(
-      "BUDGET_EXCEEDED",
-      `This tenant has used ${t.tokensUsed} of its ${q.token_budget} tokens; ask an admin to raise token_budget.`,
-    );
-  }
 }
 
 /** The task already submitted with `t`'s client_request_id; IDEMPOTENCY_CONFLICT if it differs. */
@@ -296,12 +168,7 @@ export async function cancelTask(c: Ctx, tenantId: string, taskId: string): Prom
   );
   await enqueue(
     c,
-    live.map((j) => ({
-      kind: "cancel_job" as const,
-      tenantId,
-      payload: { jobId: j.id },
-      dedupeKey: `cancel:${j.id}`,
-    })),
+    live.map((j) => cancelJobItem(tenantId, j.id)),
   );
   await setTaskStatus(c, t, "canceled");
   await wakeParked(c, tenantId);

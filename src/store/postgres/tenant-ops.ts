@@ -1,24 +1,17 @@
 import { LonghaulError } from "../../core/errors.ts";
 import { dayOf, type Quotas } from "../../core/quotas.ts";
 import type { TaskStatus } from "../../core/task-state.ts";
+import { json } from "../json.ts";
+import {
+  type ApiKeyDbRow,
+  type JobFailureDbRow,
+  type TenantDbRow,
+  toApiKey,
+  toJobFailure,
+  toTenant,
+} from "../rows.ts";
 import type { ApiKeyRow, TenantRow, TenantUsage } from "../store.ts";
-import { advisoryLock, type Ctx, json, parseJson } from "./db.ts";
-
-interface TenantDbRow {
-  id: string;
-  name: string;
-  created_at: number;
-  quotas: string;
-  tokens_used: number;
-}
-
-const toTenant = (r: TenantDbRow): TenantRow => ({
-  id: r.id,
-  name: r.name,
-  createdAt: r.created_at,
-  quotas: parseJson<Quotas>(r.quotas) ?? {},
-  tokensUsed: r.tokens_used,
-});
+import { advisoryLock, type Ctx } from "./db.ts";
 
 export async function tenant(c: Ctx, id: string): Promise<TenantRow | null> {
   const r = await c.sql.get<TenantDbRow>("SELECT * FROM tenants WHERE id = $1", [id]);
@@ -110,15 +103,11 @@ export async function revokeApiKey(c: Ctx, tenantId: string, keyId: string): Pro
 }
 
 export async function listApiKeys(c: Ctx, tenantId: string): Promise<ApiKeyRow[]> {
-  const rows = await c.sql.all<{
-    id: string;
-    hint: string | null;
-    created_at: number;
-    revoked_at: number | null;
-  }>("SELECT id, hint, created_at, revoked_at FROM api_keys WHERE tenant_id = $1 ORDER BY created_at, id", [
-    tenantId,
-  ]);
-  return rows.map((r) => ({ id: r.id, hint: r.hint, createdAt: r.created_at, revokedAt: r.revoked_at }));
+  const rows = await c.sql.all<ApiKeyDbRow>(
+    "SELECT id, hint, created_at, revoked_at FROM api_keys WHERE tenant_id = $1 ORDER BY created_at, id",
+    [tenantId],
+  );
+  return rows.map(toApiKey);
 }
 
 type Counter = "tasks_submitted" | "jobs_created" | "jobs_failed" | "tokens";
@@ -207,15 +196,7 @@ export async function usage(c: Ctx, tenantId: string, days: number): Promise<Ten
       WHERE tenant_id = $1 AND day >= $2 ORDER BY day`,
     [tenantId, dayOf(c.clock.now() - (days - 1) * 86_400_000)],
   );
-  const failures = await c.sql.all<{
-    id: string;
-    task_id: string;
-    step_id: string;
-    provider: string;
-    external_id: string | null;
-    error: string | null;
-    updated_at: number;
-  }>(
+  const failures = await c.sql.all<JobFailureDbRow>(
     `SELECT id, task_id, step_id, provider, external_id, error, updated_at FROM jobs
       WHERE tenant_id = $1 AND status = 'failed' ORDER BY updated_at DESC LIMIT 10`,
     [tenantId],
@@ -229,14 +210,6 @@ export async function usage(c: Ctx, tenantId: string, days: number): Promise<Ten
     tasksByStatus: Object.fromEntries(byStatus.map((r) => [r.status, r.n])),
     jobsRunning: running,
     daily,
-    recentJobFailures: failures.map((r) => ({
-      jobId: r.id,
-      taskId: r.task_id,
-      stepId: r.step_id,
-      provider: r.provider,
-      externalId: r.external_id,
-      error: parseJson(r.error),
-      at: r.updated_at,
-    })),
+    recentJobFailures: failures.map(toJobFailure),
   };
 }

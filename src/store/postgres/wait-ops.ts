@@ -2,14 +2,15 @@ import type { ErrorInfo } from "../../core/errors.ts";
 import { isTerminalJob, type JobStatus } from "../../core/job-state.ts";
 import type { StoredStep } from "../../core/replay.ts";
 import { isTerminalTask } from "../../core/task-state.ts";
+import { type EventMatch, signalMatches, type WaitRequest } from "../../core/wait.ts";
+import { json, parseJson } from "../json.ts";
 import {
-  type ApprovalConfig,
-  approvalOnTimeout,
-  approvalOutcome,
-  type EventMatch,
-  signalMatches,
-  type WaitRequest,
-} from "../../core/wait.ts";
+  type ApprovalDecisionDbRow,
+  type SignalDbRow,
+  type StepDbRow,
+  toApprovalDecision,
+  toStep,
+} from "../rows.ts";
 import type {
   ApprovalDecisionInput,
   ApprovalDecisionRow,
@@ -20,10 +21,19 @@ import type {
   TaskRow,
   WaitAnswer,
 } from "../store.ts";
-import { advisoryLock, type Ctx, json, parseJson } from "./db.ts";
+import {
+  approvalOutput,
+  refusal,
+  reminderEvent,
+  signalOutput,
+  timeoutEnd,
+  waitSetup,
+} from "../wait-rules.ts";
+import { advanceItem, cancelJobItem, dispatchItem, timerKeys } from "../work-items.ts";
+import { advisoryLock, type Ctx } from "./db.ts";
 import { emit } from "./event-log.ts";
 import { assertLease, enqueue, removeItem } from "./queue-ops.ts";
-import { advanceItem, lockTask, type StepDbRow, taskRow, toStep } from "./task-ops.ts";
+import { lockTask, taskRow } from "./task-ops.ts";
 import { wakeParked } from "./tenant-ops.ts";
 
 async function stepRow(c: Ctx, taskId: string, stepId: string): Promise<StepRow | null> {
@@ -33,27 +43,6 @@ async function stepRow(c: Ctx, taskId: string, stepId: string): Promise<StepRow 
   ]);
   return r ? toStep(r) : null;
 }
-
-/** The reminder timers an approval may have; endWait clears them by their exact keys. */
-const reminderTypes = ["reminder", "escalation"] as const;
-
-const timer = (
-  kind: "timeout" | "reminder",
-  tenantId: string,
-  taskId: string,
-  stepId: string,
-  runAt: number,
-  type?: (typeof reminderTypes)[number],
-): NewWorkItem => ({
-  kind,
-  tenantId,
-  payload: { taskId, stepId, ...(type ? { type } : {}) },
-  runAt,
-  dedupeKey: timerKey(kind, taskId, stepId, type),
-});
-
-const timerKey = (kind: "timeout" | "reminder", taskId: string, stepId: string, type?: string) =>
-  `${kind}:${taskId}:${stepId}${type ? `:${type}` : ""}`;
 
 /**
  * The lock that pairs a signal with a wait for it (DESIGN §3.5): `recordSignal` (which looks
@@ -76,80 +65,52 @@ export async function registerWait(
   }
   const task = (await lockTask(c, taskId))!;
   const now = c.clock.now();
-  const deadline = w.timeoutMs === null ? null : now + w.timeoutMs;
-  let jobId: string | null = null;
-  let config: unknown = null;
   const items: NewWorkItem[] = [];
-  const event: Record<string, unknown> = { step_id: w.stepId, kind: w.kind };
-  if (deadline !== null) event.deadline = new Date(deadline).toISOString();
-  switch (w.kind) {
-    case "job":
-      jobId = c.ids.next("j");
-      await c.sql.run(
-        `INSERT INTO jobs (id, tenant_id, task_id, step_id, provider, status, input, idempotency_key, poll_after_ms,
-           cancel_on_timeout, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9, $10, $10)`,
-        [
-          jobId,
-          task.tenantId,
-          taskId,
-          w.stepId,
-          w.provider,
-          json(w.input),
-          `${taskId}:${w.stepId}`,
-          w.pollAfterMs,
-          w.cancelOnTimeout,
-          now,
-        ],
-      );
-      items.push({
-        kind: "dispatch",
-        tenantId: task.tenantId,
-        payload: { jobId },
-        dedupeKey: `dispatch:${jobId}`,
-      });
-      Object.assign(event, { job_id: jobId, provider: w.provider });
-      break;
-    case "callback":
-      config = { verify_source: w.verifySource };
-      break;
-    case "approval":
-      config = w.approval;
-      if (w.approval.remindAfterMs !== null) {
-        items.push(
-          timer("reminder", task.tenantId, taskId, w.stepId, now + w.approval.remindAfterMs, "reminder"),
-        );
-      }
-      if (w.approval.escalateAfterMs !== null) {
-        items.push(
-          timer("reminder", task.tenantId, taskId, w.stepId, now + w.approval.escalateAfterMs, "escalation"),
-        );
-      }
-      Object.assign(event, {
-        approvers: w.approval.approvers,
-        quorum: w.approval.quorum,
-        title: w.approval.title,
-      });
-      break;
-    case "wait_event":
-      config = w.match;
-      await c.sql.run(
-        "INSERT INTO event_waits (task_id, step_id, tenant_id, name, match) VALUES ($1, $2, $3, $4, $5)",
-        [taskId, w.stepId, task.tenantId, w.match.event, json(w.match)],
-      );
-      event.event = w.match.event;
-      break;
-    case "sleep":
-      break;
+  let jobId: string | null = null;
+  if (w.kind === "job") {
+    jobId = c.ids.next("j");
+    await c.sql.run(
+      `INSERT INTO jobs (id, tenant_id, task_id, step_id, provider, status, input, idempotency_key, poll_after_ms,
+         cancel_on_timeout, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9, $10, $10)`,
+      [
+        jobId,
+        task.tenantId,
+        taskId,
+        w.stepId,
+        w.provider,
+        json(w.input),
+        `${taskId}:${w.stepId}`,
+        w.pollAfterMs,
+        w.cancelOnTimeout,
+        now,
+      ],
+    );
+    items.push(dispatchItem(task.tenantId, jobId));
   }
+  if (w.kind === "wait_event") {
+    await c.sql.run(
+      "INSERT INTO event_waits (task_id, step_id, tenant_id, name, match) VALUES ($1, $2, $3, $4, $5)",
+      [taskId, w.stepId, task.tenantId, w.match.event, json(w.match)],
+    );
+  }
+  const setup = waitSetup(w, task.tenantId, taskId, now, jobId);
   await c.sql.run(
     `INSERT INTO steps (task_id, step_id, position, kind, status, attempts, deadline_at, job_id, config, created_at, updated_at)
      VALUES ($1, $2, $3, $4, 'waiting', 1, $5, $6, $7, $8, $8)`,
-    [taskId, w.stepId, w.position, w.kind, deadline, jobId, config === null ? null : json(config), now],
+    [
+      taskId,
+      w.stepId,
+      w.position,
+      w.kind,
+      setup.deadline,
+      jobId,
+      setup.config === null ? null : json(setup.config),
+      now,
+    ],
   );
-  if (deadline !== null) items.push(timer("timeout", task.tenantId, taskId, w.stepId, deadline));
-  await enqueue(c, items);
-  emit(c, task.tenantId, taskId, "step.waiting", event);
+  await enqueue(c, [...items, ...setup.timers]);
+  emit(c, task.tenantId, taskId, "step.waiting", setup.event);
   if (w.kind === "wait_event") {
     // DESIGN §3.5: a signal that came after the task was created, but before this wait, counts.
     const earlier = await c.sql.all<SignalDbRow>(
@@ -161,14 +122,6 @@ export async function registerWait(
   }
   return (await stepRow(c, taskId, w.stepId))!;
 }
-
-interface SignalDbRow {
-  id: string;
-  name: string;
-  data: string;
-}
-
-const signalOutput = (s: SignalDbRow) => ({ id: s.id, name: s.name, data: parseJson(s.data) });
 
 export async function markHandedOff(c: Ctx, lease: Lease, taskId: string, stepId: string): Promise<void> {
   await assertLease(c, lease);
@@ -203,10 +156,7 @@ export async function endWait(
   if (changed === 0) return false;
   await c.sql.run("DELETE FROM event_waits WHERE task_id = $1 AND step_id = $2", [task.id, stepId]);
   await c.sql.run("DELETE FROM work_items WHERE status = 'pending' AND dedupe_key = ANY($1::text[])", [
-    [
-      timerKey("timeout", task.id, stepId),
-      ...reminderTypes.map((t) => timerKey("reminder", task.id, stepId, t)),
-    ],
+    timerKeys(task.id, stepId),
   ]);
   const data: Record<string, unknown> = { step_id: stepId };
   if (fields.error) data.error = fields.error;
@@ -233,21 +183,6 @@ async function lockedStepForToken(c: Ctx, tenantId: string, taskId: string, step
   if (!task || task.tenantId !== tenantId) return null;
   const step = await stepRow(c, taskId, stepId);
   return step ? { task, step } : null;
-}
-
-/** Why a wait cannot take an answer now, or null if it can. */
-function refusal(
-  task: TaskRow | null,
-  step: StepRow | null,
-  attempt: number,
-  nowMs: number,
-): WaitAnswer | null {
-  if (!task || !step) return "not_found";
-  if (task.status === "canceled") return "canceled";
-  if (step.status === "timed_out" || step.status === "canceled") return "expired";
-  if (step.status !== "waiting" || step.attempts !== attempt) return "already_used";
-  if (step.deadlineAt !== null && nowMs > step.deadlineAt) return "expired";
-  return null;
 }
 
 export async function completeCallback(c: Ctx, d: CallbackDelivery): Promise<WaitAnswer> {
@@ -289,21 +224,11 @@ export async function approvalDecisions(
   taskId: string,
   stepId: string,
 ): Promise<ApprovalDecisionRow[]> {
-  const rows = await c.sql.all<{
-    approver: string;
-    decision: "approve" | "reject";
-    comment: string | null;
-    decided_at: number;
-  }>(
+  const rows = await c.sql.all<ApprovalDecisionDbRow>(
     "SELECT approver, decision, comment, decided_at FROM approval_decisions WHERE task_id = $1 AND step_id = $2 ORDER BY decided_at, approver",
     [taskId, stepId],
   );
-  return rows.map((r) => ({
-    approver: r.approver,
-    decision: r.decision,
-    comment: r.comment,
-    decidedAt: r.decided_at,
-  }));
+  return rows.map(toApprovalDecision);
 }
 
 export async function decideApproval(c: Ctx, d: ApprovalDecisionInput): Promise<WaitAnswer> {
@@ -325,16 +250,8 @@ export async function decideApproval(c: Ctx, d: ApprovalDecisionInput): Promise<
     decision: d.decision,
     comment: d.comment,
   });
-  const decisions = await approvalDecisions(c, d.taskId, d.stepId);
-  const outcome = approvalOutcome(step.config as ApprovalConfig, decisions);
-  if (outcome) {
-    await endWait(c, task, d.stepId, "succeeded", {
-      output: {
-        ...outcome,
-        decisions: decisions.map((x) => ({ ...x, decidedAt: new Date(x.decidedAt).toISOString() })),
-      },
-    });
-  }
+  const output = approvalOutput(step, await approvalDecisions(c, d.taskId, d.stepId));
+  if (output) await endWait(c, task, d.stepId, "succeeded", { output });
   return "accepted";
 }
 
@@ -388,10 +305,8 @@ export async function fireReminder(
   const task = await lockTask(c, taskId);
   const step = await stepRow(c, taskId, stepId);
   if (!task || !step || step.status !== "waiting" || isTerminalTask(task.status)) return false;
-  const config = step.config as ApprovalConfig;
-  const data: Record<string, unknown> = { step_id: stepId, approvers: config.approvers, title: config.title };
-  if (type === "escalation") data.escalate_to = config.escalateTo;
-  emit(c, task.tenantId, taskId, type === "reminder" ? "step.reminder" : "step.escalated", data);
+  const event = reminderEvent(step, type);
+  emit(c, task.tenantId, taskId, event.type, event.data);
   return true;
 }
 
@@ -402,54 +317,23 @@ export async function fireTimeout(c: Ctx, lease: Lease, taskId: string, stepId: 
   const task = await lockTask(c, taskId);
   const step = await stepRow(c, taskId, stepId);
   if (!task || !step || step.status !== "waiting") return false;
-  const timedOut = (code: string, message: string) =>
-    endWait(c, task, stepId, "timed_out", { error: { code, message } });
-  switch (step.kind) {
-    case "sleep":
-      return endWait(c, task, stepId, "succeeded", { output: null });
-    case "wait_event":
-      return endWait(c, task, stepId, "succeeded", { output: null });
-    case "approval": {
-      const policy = approvalOnTimeout((step.config as ApprovalConfig).onTimeout);
-      if (policy) return endWait(c, task, stepId, "succeeded", { output: policy.output });
-      return timedOut("STEP_TIMED_OUT", `Approval "${stepId}" had no decision before its deadline.`);
-    }
-    case "callback":
-      return timedOut(
-        "STEP_TIMED_OUT",
-        `Callback "${stepId}" was not called before its deadline; a later call is kept as a late result.`,
-      );
-    case "job": {
-      const job = await c.sql.get<{ id: string; status: JobStatus; cancel_on_timeout: boolean }>(
-        "SELECT id, status, cancel_on_timeout FROM jobs WHERE id = $1 FOR UPDATE",
-        [step.jobId],
-      );
-      if (job && !isTerminalJob(job.status)) {
-        await c.sql.run("UPDATE jobs SET status = 'timed_out', updated_at = $1 WHERE id = $2", [
-          c.clock.now(),
-          job.id,
-        ]);
-        await wakeParked(c, task.tenantId);
-        await c.sql.run("DELETE FROM work_items WHERE dedupe_key = $1 AND status = 'pending'", [
-          `poll:${job.id}`,
-        ]);
-        if (job.cancel_on_timeout) {
-          await enqueue(c, [
-            {
-              kind: "cancel_job",
-              tenantId: task.tenantId,
-              payload: { jobId: job.id },
-              dedupeKey: `cancel:${job.id}`,
-            },
-          ]);
-        }
-      }
-      return timedOut(
-        "JOB_TIMED_OUT",
-        `Step "${stepId}" waited past its deadline; a result that arrives later is recorded but not applied.`,
-      );
-    }
-    default:
-      return false;
-  }
+  if (step.kind === "job" && step.jobId !== null) await timeOutJob(c, task, step.jobId);
+  const end = timeoutEnd(step);
+  return end ? endWait(c, task, stepId, end.status, end.fields) : false;
+}
+
+/** A job still live at its step's deadline: timed out, its slot freed, its poll dropped, and stopped if asked. */
+async function timeOutJob(c: Ctx, task: TaskRow, jobId: string): Promise<void> {
+  const job = await c.sql.get<{ id: string; status: JobStatus; cancel_on_timeout: boolean }>(
+    "SELECT id, status, cancel_on_timeout FROM jobs WHERE id = $1 FOR UPDATE",
+    [jobId],
+  );
+  if (!job || isTerminalJob(job.status)) return;
+  await c.sql.run("UPDATE jobs SET status = 'timed_out', updated_at = $1 WHERE id = $2", [
+    c.clock.now(),
+    job.id,
+  ]);
+  await wakeParked(c, task.tenantId);
+  await c.sql.run("DELETE FROM work_items WHERE dedupe_key = $1 AND status = 'pending'", [`poll:${job.id}`]);
+  if (job.cancel_on_timeout) await enqueue(c, [cancelJobItem(task.tenantId, job.id)]);
 }

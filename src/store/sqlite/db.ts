@@ -53,7 +53,3 @@ export function openDatabase(path: string): Database.Database {
   db.pragma("busy_timeout = 5000");
   return db;
 }
-
-export const json = (v: unknown): string => JSON.stringify(v ?? null);
-export const parseJson = <T = unknown>(s: string | null | undefined): T =>
-  (s == null ? null : JSON.parse(s)) as T;

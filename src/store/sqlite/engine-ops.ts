@@ -1,9 +1,12 @@
 import { type ErrorInfo, LonghaulError } from "../../core/errors.ts";
-import { isTerminalJob, type JobStatus, nextJobStatus } from "../../core/job-state.ts";
+import { isTerminalJob, type JobStatus } from "../../core/job-state.ts";
 import { overBudget } from "../../core/quotas.ts";
 import type { RunOutcome, StoredStep } from "../../core/replay.ts";
 import { isTerminalTask } from "../../core/task-state.ts";
 import type { ProviderEvent } from "../../providers/provider.ts";
+import { jobEndCounts, jobEventEffect } from "../job-rules.ts";
+import { json } from "../json.ts";
+import { type InboxDbRow, type JobDbRow, type StepDbRow, toInbox, toJob, toStep } from "../rows.ts";
 import type {
   AdvanceResult,
   ApplyOutcome,
@@ -13,18 +16,10 @@ import type {
   NewInboxEvent,
   TaskRow,
 } from "../store.ts";
-import { type Ctx, json } from "./db.ts";
+import { advanceItem, applyItem, PARK_MS, pollItem } from "../work-items.ts";
+import type { Ctx } from "./db.ts";
 import { assertLease, complete, enqueue, park } from "./queue-ops.ts";
-import {
-  advanceItem,
-  emit,
-  type JobDbRow,
-  type StepDbRow,
-  setTaskStatus,
-  taskRow,
-  toJob,
-  toStep,
-} from "./task-ops.ts";
+import { emit, setTaskStatus, taskRow } from "./task-ops.ts";
 import { countUsage, slotsInUse, tenant, wakeParked } from "./tenant-ops.ts";
 import { endWait } from "./wait-ops.ts";
 
@@ -52,9 +47,6 @@ export function beginAdvance(c: Ctx, lease: Lease, taskId: string): "started" | 
   if (task.status !== "running") setTaskStatus(c, task, "running");
   return "started";
 }
-
-/** How long parked work waits before it looks again, if nothing wakes it sooner. */
-const PARK_MS = 5000;
 
 function hasRoom(c: Ctx, tenantId: string): boolean {
   const t = tenant(c, tenantId);
@@ -193,21 +185,6 @@ export function recordJobCreated(
   }
 }
 
-const pollItem = (tenantId: string, jobId: string, runAt: number, attempt: number) => ({
-  kind: "poll" as const,
-  tenantId,
-  payload: { jobId, attempt },
-  runAt,
-  dedupeKey: `poll:${jobId}`,
-});
-
-const applyItem = (tenantId: string | null, inboxId: string) => ({
-  kind: "apply_event" as const,
-  tenantId,
-  payload: { inboxId },
-  dedupeKey: `apply:${inboxId}`,
-});
-
 /** Ends a job's step with `stepStatus`, stores the job's final fields, and advances its task. */
 function endJobStep(
   c: Ctx,
@@ -229,11 +206,7 @@ function endJobStep(
   );
   // The job has ended: its reconciler poll has nothing left to ask, and its slot is free.
   c.sql.run("DELETE FROM work_items WHERE dedupe_key = ? AND status = 'pending'", `poll:${j.id}`);
-  const tokens = (fields.usage as { total_tokens?: number } | undefined)?.total_tokens;
-  countUsage(c, j.tenantId, {
-    ...(jobStatus === "failed" ? { jobs_failed: 1 } : {}),
-    ...(typeof tokens === "number" && tokens > 0 ? { tokens: Math.round(tokens) } : {}),
-  });
+  countUsage(c, j.tenantId, jobEndCounts(jobStatus, fields.usage));
   wakeParked(c, j.tenantId);
   const task = taskRow(c, j.taskId);
   if (!task) return;
@@ -336,37 +309,9 @@ export function recordEvent(c: Ctx, e: NewInboxEvent): { id: string; duplicate: 
   return { id, duplicate: false };
 }
 
-interface InboxDbRow {
-  id: string;
-  source: string;
-  provider: string;
-  event_id: string;
-  body: Buffer;
-  status: InboxStatus;
-  type: string | null;
-  job_external_id: string | null;
-  note: string | null;
-  received_at: number;
-}
-
 export function getInboxEvent(c: Ctx, id: string): InboxEventRow | null {
   const r = c.sql.get<InboxDbRow>("SELECT * FROM inbox_events WHERE id = ?", id);
   return r ? toInbox(r) : null;
-}
-
-export function toInbox(r: InboxDbRow): InboxEventRow {
-  return {
-    id: r.id,
-    source: r.source,
-    provider: r.provider,
-    eventId: r.event_id,
-    body: r.body,
-    status: r.status,
-    type: r.type,
-    jobExternalId: r.job_external_id,
-    note: r.note,
-    receivedAt: r.received_at,
-  };
 }
 
 function markInbox(
@@ -414,50 +359,31 @@ export function applyJobEvent(
     return "unmatched";
   }
   const j = toJob(r);
-  const to = nextJobStatus(j.status, ev.type);
-  if (j.status === "timed_out" && (ev.type === "job.succeeded" || ev.type === "job.failed")) {
-    // DESIGN §4.4: a result after the deadline is kept for people to see, never applied.
-    c.sql.run(
-      "UPDATE steps SET late_output = ? WHERE task_id = ? AND step_id = ?",
-      json({
-        type: ev.type,
-        output: ev.output ?? null,
-        error: ev.error ?? null,
-        received_at: new Date(c.clock.now()).toISOString(),
-      }),
-      j.taskId,
-      j.stepId,
-    );
-    markInbox(c, inboxId, "ignored", {
-      type: ev.type,
-      jobExternalId: ev.jobId,
-      note: "late result: the step had timed out",
-    });
-    return "ignored";
+  const effect = jobEventEffect(j.status, provider, ev, c.clock.now());
+  const seen = { type: ev.type, jobExternalId: ev.jobId };
+  switch (effect.kind) {
+    case "late":
+      c.sql.run(
+        "UPDATE steps SET late_output = ? WHERE task_id = ? AND step_id = ?",
+        json(effect.lateOutput),
+        j.taskId,
+        j.stepId,
+      );
+      markInbox(c, inboxId, "ignored", { ...seen, note: effect.note });
+      return "ignored";
+    case "ignored":
+      markInbox(c, inboxId, "ignored", { ...seen, note: effect.note });
+      return "ignored";
+    case "end":
+      markInbox(c, inboxId, "applied", seen);
+      endJobStep(c, j, effect.jobStatus, effect.stepStatus, effect.fields);
+      return "applied";
+    case "move":
+      markInbox(c, inboxId, "applied", seen);
+      c.sql.run("UPDATE jobs SET status = ?, updated_at = ? WHERE id = ?", effect.to, c.clock.now(), j.id);
+      emit(c, j.tenantId, j.taskId, `job.${effect.to}`, { step_id: j.stepId, job_id: j.id });
+      return "applied";
   }
-  if (to === null) {
-    // DESIGN §3.3: recorded, never applied backwards.
-    markInbox(c, inboxId, "ignored", {
-      type: ev.type,
-      jobExternalId: ev.jobId,
-      note: `job is already ${j.status}; a ${ev.type} event cannot move it`,
-    });
-    return "ignored";
-  }
-  markInbox(c, inboxId, "applied", { type: ev.type, jobExternalId: ev.jobId });
-  if (to === "succeeded") {
-    endJobStep(c, j, "succeeded", "succeeded", { output: ev.output ?? null, usage: ev.usage });
-  } else if (to === "failed" || to === "canceled") {
-    const error: ErrorInfo = {
-      code: ev.error?.code ?? (to === "canceled" ? "JOB_CANCELED" : "JOB_FAILED"),
-      message: ev.error?.message ?? `The ${provider} job ${ev.jobId} ${to}.`,
-    };
-    endJobStep(c, j, to, "failed", { error, usage: ev.usage });
-  } else {
-    c.sql.run("UPDATE jobs SET status = ?, updated_at = ? WHERE id = ?", to, c.clock.now(), j.id);
-    emit(c, j.tenantId, j.taskId, `job.${to}`, { step_id: j.stepId, job_id: j.id });
-  }
-  return "applied";
 }
 
 export function rejectInboxEvent(c: Ctx, lease: Lease, inboxId: string, note: string): void {

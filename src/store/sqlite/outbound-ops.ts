@@ -1,5 +1,16 @@
-import { type ErrorInfo, LonghaulError } from "../../core/errors.ts";
-import { type EventFilter, matchesEvent } from "../../core/event-filter.ts";
+import { LonghaulError } from "../../core/errors.ts";
+import { matchesEvent } from "../../core/event-filter.ts";
+import { attemptState, checkReplayable } from "../delivery-rules.ts";
+import { json } from "../json.ts";
+import {
+  type DeliveryDbRow,
+  type EndpointDbRow,
+  filterOf,
+  type TaskEventDbRow,
+  toDelivery,
+  toEndpoint,
+  toTaskEvent,
+} from "../rows.ts";
 import type {
   DeliveryAttemptInput,
   DeliveryAttemptResult,
@@ -9,88 +20,9 @@ import type {
   WebhookDeliveryRow,
   WebhookEndpointRow,
 } from "../store.ts";
-import { type Ctx, json, parseJson } from "./db.ts";
+import { deliverItem } from "../work-items.ts";
+import type { Ctx } from "./db.ts";
 import { complete, enqueue, fail } from "./queue-ops.ts";
-
-interface EndpointDbRow {
-  id: string;
-  tenant_id: string;
-  url: string;
-  events: string | null;
-  secret: string;
-  status: WebhookEndpointRow["status"];
-  disabled_reason: string | null;
-  created_at: number;
-  updated_at: number;
-}
-
-interface DeliveryDbRow {
-  id: string;
-  tenant_id: string;
-  endpoint_id: string;
-  event_seq: number;
-  event_type: string;
-  task_id: string;
-  state: DeliveryState;
-  attempts: number;
-  round_attempts: number;
-  last_status: number | null;
-  last_error: string | null;
-  next_attempt_at: number | null;
-  delivered_at: number | null;
-  created_at: number;
-  updated_at: number;
-}
-
-const toEndpoint = (r: EndpointDbRow): WebhookEndpointRow => ({
-  id: r.id,
-  tenantId: r.tenant_id,
-  url: r.url,
-  events: parseJson<string[] | null>(r.events),
-  status: r.status,
-  disabledReason: r.disabled_reason,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-});
-
-const toDelivery = (r: DeliveryDbRow): WebhookDeliveryRow => ({
-  id: r.id,
-  tenantId: r.tenant_id,
-  endpointId: r.endpoint_id,
-  eventSeq: r.event_seq,
-  eventType: r.event_type,
-  taskId: r.task_id,
-  state: r.state,
-  attempts: r.attempts,
-  roundAttempts: r.round_attempts,
-  lastStatus: r.last_status,
-  lastError: parseJson<ErrorInfo | null>(r.last_error),
-  nextAttemptAt: r.next_attempt_at,
-  deliveredAt: r.delivered_at,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-});
-
-const deliverItem = (tenantId: string, deliveryId: string, runAt: number) => ({
-  kind: "deliver" as const,
-  tenantId,
-  payload: { deliveryId },
-  dedupeKey: `deliver:${deliveryId}`,
-  runAt,
-});
-
-/** Parsed filters by their stored text: an event's fan-out parses no JSON for endpoints it has seen. */
-const filters = new Map<string, EventFilter>();
-function filterOf(text: string | null): EventFilter {
-  if (text === null) return null;
-  let f = filters.get(text);
-  if (f === undefined) {
-    if (filters.size > 1000) filters.clear();
-    f = parseJson<string[]>(text);
-    filters.set(text, f);
-  }
-  return f;
-}
 
 /**
  * In the transaction that appends task event `seq`: one delivery and one `deliver` item per
@@ -225,18 +157,7 @@ export function replayDelivery(
       `No delivery ${deliveryId} for webhook endpoint ${endpointId}.`,
     );
   }
-  if (endpoint.status !== "enabled") {
-    throw new LonghaulError(
-      "DELIVERY_NOT_REPLAYABLE",
-      `Webhook endpoint ${endpointId} is disabled (${endpoint.disabled_reason ?? "no reason recorded"}); create a new endpoint to receive events again.`,
-    );
-  }
-  if (d.state !== "dead" && d.state !== "failed") {
-    throw new LonghaulError(
-      "DELIVERY_NOT_REPLAYABLE",
-      `Delivery ${deliveryId} is ${d.state}; only a dead or failed delivery can be replayed.`,
-    );
-  }
+  checkReplayable(endpoint, d);
   const now = c.clock.now();
   const row = c.sql.get<DeliveryDbRow>(
     `UPDATE webhook_deliveries SET state = 'pending', round_attempts = 0, next_attempt_at = ?, updated_at = ?
@@ -253,26 +174,12 @@ export function deliveryForAttempt(c: Ctx, deliveryId: string): DeliveryAttemptI
   const d = c.sql.get<DeliveryDbRow>("SELECT * FROM webhook_deliveries WHERE id = ?", deliveryId);
   if (!d) return null;
   const e = c.sql.get<EndpointDbRow>("SELECT * FROM webhook_endpoints WHERE id = ?", d.endpoint_id);
-  const ev = c.sql.get<{
-    seq: number;
-    tenant_id: string;
-    task_id: string;
-    type: string;
-    data: string;
-    created_at: number;
-  }>("SELECT * FROM task_events WHERE seq = ?", d.event_seq);
+  const ev = c.sql.get<TaskEventDbRow>("SELECT * FROM task_events WHERE seq = ?", d.event_seq);
   if (!e || !ev) return null;
   return {
     delivery: toDelivery(d),
     endpoint: { ...toEndpoint(e), secret: e.secret },
-    event: {
-      seq: ev.seq,
-      tenantId: ev.tenant_id,
-      taskId: ev.task_id,
-      type: ev.type,
-      data: parseJson(ev.data),
-      createdAt: ev.created_at,
-    },
+    event: toTaskEvent(ev),
   };
 }
 
@@ -288,9 +195,7 @@ export function recordAttempt(c: Ctx, lease: Lease, deliveryId: string, r: Deliv
     return;
   }
   const now = c.clock.now();
-  // A delivery canceled while this attempt was in flight stays canceled unless the attempt landed.
-  let state: DeliveryState = r.outcome === "retry" ? "pending" : r.outcome === "gone" ? "failed" : r.outcome;
-  if (d.state !== "pending" && state !== "delivered") state = d.state;
+  let state = attemptState(d.state, r);
   if (state === "pending" && r.outcome === "retry") {
     if (fail(c, lease, r.error.message, r.nextAttemptAt) === "dead") state = "dead";
   } else {

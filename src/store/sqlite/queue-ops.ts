@@ -1,49 +1,9 @@
 import { LonghaulError } from "../../core/errors.ts";
-import type { Lease, NewWorkItem, WorkItem, WorkKind } from "../store.ts";
-import { type Ctx, json, parseJson } from "./db.ts";
-
-interface WorkRow {
-  id: number;
-  kind: WorkKind;
-  tenant_id: string | null;
-  payload: string;
-  status: WorkItem["status"];
-  run_at: number;
-  attempts: number;
-  max_attempts: number;
-  lease_owner: string | null;
-  lease_expires_at: number | null;
-  dedupe_key: string | null;
-  concurrency_key: string | null;
-  last_error: string | null;
-}
-
-export const toWorkItem = (r: WorkRow): WorkItem => ({
-  id: String(r.id),
-  kind: r.kind,
-  tenantId: r.tenant_id,
-  payload: parseJson(r.payload),
-  runAt: r.run_at,
-  attempts: r.attempts,
-  maxAttempts: r.max_attempts,
-  status: r.status,
-  leaseOwner: r.lease_owner,
-  leaseExpiresAt: r.lease_expires_at,
-  lastError: r.last_error,
-});
-
-export const defaultMaxAttempts: Record<WorkKind, number> = {
-  advance: 50,
-  dispatch: 12,
-  apply_event: 20,
-  timeout: 20,
-  reminder: 20,
-  cancel_job: 8,
-  poll: 20,
-  maintenance: 5,
-  // The outbound retry schedule decides when a delivery is dead; this only bounds runaways.
-  deliver: 100,
-};
+import { json } from "../json.ts";
+import { toWorkItem, type WorkRow } from "../rows.ts";
+import type { Lease, NewWorkItem, WorkItem } from "../store.ts";
+import { defaultMaxAttempts } from "../work-items.ts";
+import type { Ctx } from "./db.ts";
 
 /**
  * Inserts work items. A dedupe key already held by a pending item keeps one item, due at

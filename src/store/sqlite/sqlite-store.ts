@@ -10,6 +10,7 @@ import type { Quotas } from "../../core/quotas.ts";
 import type { RunOutcome } from "../../core/replay.ts";
 import type { WaitRequest } from "../../core/wait.ts";
 import type { ProviderEvent } from "../../providers/provider.ts";
+import { type InboxDbRow, toInbox } from "../rows.ts";
 import type {
   AdvanceResult,
   ApprovalDecisionInput,
@@ -333,13 +334,13 @@ export class SqliteStore implements Store {
     if (externalIds.length === 0) return [];
     // One statement for any number of ids; the IN over json_each still probes inbox_by_job.
     return this.c.sql
-      .all<Parameters<typeof engine.toInbox>[0]>(
+      .all<InboxDbRow>(
         `SELECT * FROM inbox_events
           WHERE provider = ? AND job_external_id IN (SELECT value FROM json_each(?))
           ORDER BY received_at, id`,
         provider,
         JSON.stringify(externalIds),
       )
-      .map(engine.toInbox);
+      .map(toInbox);
   }
 }

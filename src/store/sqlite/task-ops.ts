@@ -1,113 +1,24 @@
 import type { ErrorInfo } from "../../core/errors.ts";
 import { LonghaulError } from "../../core/errors.ts";
-import type { JobStatus } from "../../core/job-state.ts";
-import { overBudget, secondsUntilNextDay } from "../../core/quotas.ts";
-import type { StepKind, StepStatus } from "../../core/step-state.ts";
 import { isTerminalTask, type TaskStatus } from "../../core/task-state.ts";
-import type { JobRow, NewTask, StepRow, TaskDetail, TaskEventRow, TaskQuery, TaskRow } from "../store.ts";
-import { type Ctx, json, parseJson } from "./db.ts";
+import { json } from "../json.ts";
+import {
+  type JobDbRow,
+  type StepDbRow,
+  type TaskDbRow,
+  type TaskEventDbRow,
+  toJob,
+  toStep,
+  toTask,
+  toTaskEvent,
+} from "../rows.ts";
+import type { NewTask, TaskDetail, TaskEventRow, TaskQuery, TaskRow } from "../store.ts";
+import { checkSubmitQuotas } from "../submit-quotas.ts";
+import { advanceItem, cancelJobItem } from "../work-items.ts";
+import type { Ctx } from "./db.ts";
 import { fanOut } from "./outbound-ops.ts";
 import { enqueue } from "./queue-ops.ts";
 import { countUsage, tasksSubmittedToday, tenant, wakeParked } from "./tenant-ops.ts";
-
-interface TaskDbRow {
-  id: string;
-  tenant_id: string;
-  type: string;
-  status: TaskStatus;
-  input: string;
-  output: string | null;
-  error: string | null;
-  client_request_id: string | null;
-  user_id: string | null;
-  trace_id: string | null;
-  created_at: number;
-  updated_at: number;
-}
-
-export const toTask = (r: TaskDbRow): TaskRow => ({
-  id: r.id,
-  tenantId: r.tenant_id,
-  type: r.type,
-  status: r.status,
-  input: parseJson(r.input),
-  output: parseJson(r.output),
-  error: parseJson<ErrorInfo | null>(r.error),
-  clientRequestId: r.client_request_id,
-  userId: r.user_id,
-  traceId: r.trace_id,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-});
-
-export interface StepDbRow {
-  task_id: string;
-  step_id: string;
-  position: number;
-  kind: StepKind;
-  status: StepStatus;
-  output: string | null;
-  error: string | null;
-  attempts: number;
-  deadline_at: number | null;
-  job_id: string | null;
-  config: string | null;
-  handed_off: number;
-  late_output: string | null;
-  created_at: number;
-  updated_at: number;
-}
-
-export const toStep = (r: StepDbRow): StepRow => ({
-  stepId: r.step_id,
-  position: r.position,
-  kind: r.kind,
-  status: r.status,
-  output: parseJson(r.output),
-  error: parseJson<ErrorInfo | null>(r.error),
-  attempts: r.attempts,
-  deadlineAt: r.deadline_at,
-  jobId: r.job_id,
-  config: parseJson(r.config),
-  handedOff: r.handed_off === 1,
-  lateOutput: parseJson(r.late_output),
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-});
-
-export interface JobDbRow {
-  id: string;
-  tenant_id: string;
-  task_id: string;
-  step_id: string;
-  provider: string;
-  external_id: string | null;
-  status: JobStatus;
-  input: string;
-  output: string | null;
-  error: string | null;
-  usage: string | null;
-  idempotency_key: string;
-  created_at: number;
-  updated_at: number;
-}
-
-export const toJob = (r: JobDbRow): JobRow => ({
-  id: r.id,
-  tenantId: r.tenant_id,
-  taskId: r.task_id,
-  stepId: r.step_id,
-  provider: r.provider,
-  externalId: r.external_id,
-  status: r.status,
-  input: parseJson(r.input),
-  output: parseJson(r.output),
-  error: parseJson<ErrorInfo | null>(r.error),
-  usage: parseJson(r.usage),
-  idempotencyKey: r.idempotency_key,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-});
 
 /**
  * Appends to the tenant's task event log (in the caller's transaction), with the outbound
@@ -127,15 +38,6 @@ export function emit(c: Ctx, tenantId: string, taskId: string, type: string, dat
   c.appended.push([tenantId, seq]);
   fanOut(c, tenantId, taskId, seq, type);
 }
-
-export const advanceItem = (tenantId: string, taskId: string, runAt?: number) => ({
-  kind: "advance" as const,
-  tenantId,
-  payload: { taskId },
-  dedupeKey: `advance:${taskId}`,
-  concurrencyKey: `task:${taskId}`,
-  ...(runAt === undefined ? {} : { runAt }),
-});
 
 export function taskRow(c: Ctx, taskId: string): TaskRow | null {
   const r = c.sql.get<TaskDbRow>("SELECT * FROM tasks WHERE id = ?", taskId);
@@ -183,7 +85,8 @@ export function submitTask(c: Ctx, t: NewTask): { task: TaskRow; created: boolea
     }
   }
   const now = c.clock.now();
-  checkSubmitQuotas(c, t.tenantId, now);
+  const t0 = tenant(c, t.tenantId);
+  if (t0) checkSubmitQuotas(t0, tasksSubmittedToday(c, t.tenantId), now);
   countUsage(c, t.tenantId, { tasks_submitted: 1 });
   const id = c.ids.next("t");
   const row = c.sql.get<TaskDbRow>(
@@ -202,27 +105,6 @@ export function submitTask(c: Ctx, t: NewTask): { task: TaskRow; created: boolea
   emit(c, t.tenantId, id, "task.created", { type: t.type });
   enqueue(c, [advanceItem(t.tenantId, id)]);
   return { task: toTask(row), created: true };
-}
-
-/** DESIGN §4.6: the daily task limit, and the token budget under the `reject` policy. */
-function checkSubmitQuotas(c: Ctx, tenantId: string, now: number): void {
-  const t = tenant(c, tenantId);
-  if (!t) return;
-  const q = t.quotas;
-  if (q.tasks_per_day != null && tasksSubmittedToday(c, tenantId) >= q.tasks_per_day) {
-    const retryAfter = secondsUntilNextDay(now);
-    throw new LonghaulError(
-      "QUOTA_EXCEEDED",
-      `This tenant may submit ${q.tasks_per_day} tasks a day and has reached it; try again in ${retryAfter} s (the limit resets at midnight UTC).`,
-      { details: { retry_after_s: retryAfter } },
-    );
-  }
-  if (q.budget_policy === "reject" && overBudget(q, t.tokensUsed)) {
-    throw new LonghaulError(
-      "BUDGET_EXCEEDED",
-      `This tenant has used ${t.tokensUsed} of its ${q.token_budget} tokens; ask an admin to raise token_budget.`,
-    );
-  }
 }
 
 export function getTask(c: Ctx, tenantId: string, taskId: string): TaskDetail | null {
@@ -303,9 +185,7 @@ export function cancelTask(c: Ctx, tenantId: string, taskId: string): TaskRow {
     "SELECT id FROM jobs WHERE task_id = ? AND status IN ('created', 'running')",
     taskId,
   );
-  for (const j of live) {
-    enqueue(c, [{ kind: "cancel_job", tenantId, payload: { jobId: j.id }, dedupeKey: `cancel:${j.id}` }]);
-  }
+  for (const j of live) enqueue(c, [cancelJobItem(tenantId, j.id)]);
   setTaskStatus(c, t, "canceled");
   wakeParked(c, tenantId);
   return taskRow(c, taskId)!;
@@ -319,25 +199,18 @@ export function taskEvents(
   taskId?: string,
 ): TaskEventRow[] {
   const rows = taskId
-    ? c.sql.all<any>(
+    ? c.sql.all<TaskEventDbRow>(
         "SELECT * FROM task_events WHERE tenant_id = ? AND task_id = ? AND seq > ? ORDER BY seq LIMIT ?",
         tenantId,
         taskId,
         afterSeq,
         limit,
       )
-    : c.sql.all<any>(
+    : c.sql.all<TaskEventDbRow>(
         "SELECT * FROM task_events WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?",
         tenantId,
         afterSeq,
         limit,
       );
-  return rows.map((r) => ({
-    seq: r.seq,
-    tenantId: r.tenant_id,
-    taskId: r.task_id,
-    type: r.type,
-    data: parseJson(r.data),
-    createdAt: r.created_at,
-  }));
+  return rows.map(toTaskEvent);
 }

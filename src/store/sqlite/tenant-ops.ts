@@ -1,24 +1,17 @@
 import { LonghaulError } from "../../core/errors.ts";
 import { dayOf, type Quotas } from "../../core/quotas.ts";
 import type { TaskStatus } from "../../core/task-state.ts";
+import { json } from "../json.ts";
+import {
+  type ApiKeyDbRow,
+  type JobFailureDbRow,
+  type TenantDbRow,
+  toApiKey,
+  toJobFailure,
+  toTenant,
+} from "../rows.ts";
 import type { ApiKeyRow, TenantRow, TenantUsage } from "../store.ts";
-import { type Ctx, json, parseJson } from "./db.ts";
-
-interface TenantDbRow {
-  id: string;
-  name: string;
-  created_at: number;
-  quotas: string;
-  tokens_used: number;
-}
-
-const toTenant = (r: TenantDbRow): TenantRow => ({
-  id: r.id,
-  name: r.name,
-  createdAt: r.created_at,
-  quotas: parseJson<Quotas>(r.quotas) ?? {},
-  tokensUsed: r.tokens_used,
-});
+import type { Ctx } from "./db.ts";
 
 export function tenant(c: Ctx, id: string): TenantRow | null {
   const r = c.sql.get<TenantDbRow>("SELECT * FROM tenants WHERE id = ?", id);
@@ -109,11 +102,11 @@ export function revokeApiKey(c: Ctx, tenantId: string, keyId: string): void {
 
 export function listApiKeys(c: Ctx, tenantId: string): ApiKeyRow[] {
   return c.sql
-    .all<{ id: string; hint: string | null; created_at: number; revoked_at: number | null }>(
+    .all<ApiKeyDbRow>(
       "SELECT id, hint, created_at, revoked_at FROM api_keys WHERE tenant_id = ? ORDER BY created_at, id",
       tenantId,
     )
-    .map((r) => ({ id: r.id, hint: r.hint, createdAt: r.created_at, revokedAt: r.revoked_at }));
+    .map(toApiKey);
 }
 
 /** Adds to today's usage counters of a tenant (in the caller's transaction). */
@@ -191,28 +184,12 @@ export function usage(c: Ctx, tenantId: string, days: number): TenantUsage | nul
     since,
   );
   const failures = c.sql
-    .all<{
-      id: string;
-      task_id: string;
-      step_id: string;
-      provider: string;
-      external_id: string | null;
-      error: string | null;
-      updated_at: number;
-    }>(
+    .all<JobFailureDbRow>(
       `SELECT id, task_id, step_id, provider, external_id, error, updated_at FROM jobs
         WHERE tenant_id = ? AND status = 'failed' ORDER BY updated_at DESC LIMIT 10`,
       tenantId,
     )
-    .map((r) => ({
-      jobId: r.id,
-      taskId: r.task_id,
-      stepId: r.step_id,
-      provider: r.provider,
-      externalId: r.external_id,
-      error: parseJson(r.error),
-      at: r.updated_at,
-    }));
+    .map(toJobFailure);
   return {
     tenant: t,
     tasksByStatus: byStatus,

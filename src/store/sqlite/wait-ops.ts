@@ -1,15 +1,16 @@
 import type { ErrorInfo } from "../../core/errors.ts";
-import { isTerminalJob } from "../../core/job-state.ts";
+import { isTerminalJob, type JobStatus } from "../../core/job-state.ts";
 import type { StoredStep } from "../../core/replay.ts";
 import { isTerminalTask } from "../../core/task-state.ts";
+import { type EventMatch, signalMatches, type WaitRequest } from "../../core/wait.ts";
+import { json, parseJson } from "../json.ts";
 import {
-  type ApprovalConfig,
-  approvalOnTimeout,
-  approvalOutcome,
-  type EventMatch,
-  signalMatches,
-  type WaitRequest,
-} from "../../core/wait.ts";
+  type ApprovalDecisionDbRow,
+  type SignalDbRow,
+  type StepDbRow,
+  toApprovalDecision,
+  toStep,
+} from "../rows.ts";
 import type {
   ApprovalDecisionInput,
   ApprovalDecisionRow,
@@ -19,9 +20,18 @@ import type {
   TaskRow,
   WaitAnswer,
 } from "../store.ts";
-import { type Ctx, json, parseJson } from "./db.ts";
+import {
+  approvalOutput,
+  refusal,
+  reminderEvent,
+  signalOutput,
+  timeoutEnd,
+  waitSetup,
+} from "../wait-rules.ts";
+import { advanceItem, cancelJobItem, dispatchItem, timerKeys } from "../work-items.ts";
+import type { Ctx } from "./db.ts";
 import { assertLease, complete, enqueue } from "./queue-ops.ts";
-import { advanceItem, emit, type StepDbRow, taskRow, toStep } from "./task-ops.ts";
+import { emit, taskRow } from "./task-ops.ts";
 import { wakeParked } from "./tenant-ops.ts";
 
 function stepRow(c: Ctx, taskId: string, stepId: string): StepRow | null {
@@ -29,90 +39,42 @@ function stepRow(c: Ctx, taskId: string, stepId: string): StepRow | null {
   return r ? toStep(r) : null;
 }
 
-const timer = (
-  kind: "timeout" | "reminder",
-  tenantId: string,
-  taskId: string,
-  stepId: string,
-  runAt: number,
-  type?: string,
-) => ({
-  kind,
-  tenantId,
-  payload: { taskId, stepId, ...(type ? { type } : {}) },
-  runAt,
-  dedupeKey: `${kind}:${taskId}:${stepId}${type ? `:${type}` : ""}`,
-});
-
 export function registerWait(c: Ctx, lease: Lease, taskId: string, w: WaitRequest): StoredStep {
   assertLease(c, lease);
   const task = taskRow(c, taskId)!;
   const now = c.clock.now();
-  const deadline = w.timeoutMs === null ? null : now + w.timeoutMs;
   let jobId: string | null = null;
-  let config: unknown = null;
-  const event: Record<string, unknown> = { step_id: w.stepId, kind: w.kind };
-  if (deadline !== null) event.deadline = new Date(deadline).toISOString();
-  switch (w.kind) {
-    case "job":
-      jobId = c.ids.next("j");
-      c.sql.run(
-        `INSERT INTO jobs (id, tenant_id, task_id, step_id, provider, status, input, idempotency_key, poll_after_ms,
-           cancel_on_timeout, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?)`,
-        jobId,
-        task.tenantId,
-        taskId,
-        w.stepId,
-        w.provider,
-        json(w.input),
-        `${taskId}:${w.stepId}`,
-        w.pollAfterMs,
-        w.cancelOnTimeout ? 1 : 0,
-        now,
-        now,
-      );
-      enqueue(c, [
-        { kind: "dispatch", tenantId: task.tenantId, payload: { jobId }, dedupeKey: `dispatch:${jobId}` },
-      ]);
-      Object.assign(event, { job_id: jobId, provider: w.provider });
-      break;
-    case "callback":
-      config = { verify_source: w.verifySource };
-      break;
-    case "approval":
-      config = w.approval;
-      if (w.approval.remindAfterMs !== null) {
-        enqueue(c, [
-          timer("reminder", task.tenantId, taskId, w.stepId, now + w.approval.remindAfterMs, "reminder"),
-        ]);
-      }
-      if (w.approval.escalateAfterMs !== null) {
-        enqueue(c, [
-          timer("reminder", task.tenantId, taskId, w.stepId, now + w.approval.escalateAfterMs, "escalation"),
-        ]);
-      }
-      Object.assign(event, {
-        approvers: w.approval.approvers,
-        quorum: w.approval.quorum,
-        title: w.approval.title,
-      });
-      break;
-    case "wait_event":
-      config = w.match;
-      c.sql.run(
-        "INSERT INTO event_waits (task_id, step_id, tenant_id, name, match) VALUES (?, ?, ?, ?, ?)",
-        taskId,
-        w.stepId,
-        task.tenantId,
-        w.match.event,
-        json(w.match),
-      );
-      event.event = w.match.event;
-      break;
-    case "sleep":
-      break;
+  if (w.kind === "job") {
+    jobId = c.ids.next("j");
+    c.sql.run(
+      `INSERT INTO jobs (id, tenant_id, task_id, step_id, provider, status, input, idempotency_key, poll_after_ms,
+         cancel_on_timeout, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?)`,
+      jobId,
+      task.tenantId,
+      taskId,
+      w.stepId,
+      w.provider,
+      json(w.input),
+      `${taskId}:${w.stepId}`,
+      w.pollAfterMs,
+      w.cancelOnTimeout ? 1 : 0,
+      now,
+      now,
+    );
+    enqueue(c, [dispatchItem(task.tenantId, jobId)]);
   }
+  if (w.kind === "wait_event") {
+    c.sql.run(
+      "INSERT INTO event_waits (task_id, step_id, tenant_id, name, match) VALUES (?, ?, ?, ?, ?)",
+      taskId,
+      w.stepId,
+      task.tenantId,
+      w.match.event,
+      json(w.match),
+    );
+  }
+  const setup = waitSetup(w, task.tenantId, taskId, now, jobId);
   c.sql.run(
     `INSERT INTO steps (task_id, step_id, position, kind, status, attempts, deadline_at, job_id, config, created_at, updated_at)
      VALUES (?, ?, ?, ?, 'waiting', 1, ?, ?, ?, ?, ?)`,
@@ -120,17 +82,17 @@ export function registerWait(c: Ctx, lease: Lease, taskId: string, w: WaitReques
     w.stepId,
     w.position,
     w.kind,
-    deadline,
+    setup.deadline,
     jobId,
-    config === null ? null : json(config),
+    setup.config === null ? null : json(setup.config),
     now,
     now,
   );
-  if (deadline !== null) enqueue(c, [timer("timeout", task.tenantId, taskId, w.stepId, deadline)]);
-  emit(c, task.tenantId, taskId, "step.waiting", event);
+  enqueue(c, setup.timers);
+  emit(c, task.tenantId, taskId, "step.waiting", setup.event);
   if (w.kind === "wait_event") {
     // DESIGN §3.5: a signal that came after the task was created, but before this wait, counts.
-    const earlier = c.sql.all<{ id: string; name: string; data: string }>(
+    const earlier = c.sql.all<SignalDbRow>(
       "SELECT id, name, data FROM signals WHERE tenant_id = ? AND name = ? AND received_at >= ? ORDER BY received_at, id",
       task.tenantId,
       w.match.event,
@@ -141,12 +103,6 @@ export function registerWait(c: Ctx, lease: Lease, taskId: string, w: WaitReques
   }
   return stepRow(c, taskId, w.stepId)!;
 }
-
-const signalOutput = (s: { id: string; name: string; data: string }) => ({
-  id: s.id,
-  name: s.name,
-  data: parseJson(s.data),
-});
 
 export function markHandedOff(c: Ctx, lease: Lease, taskId: string, stepId: string): void {
   assertLease(c, lease);
@@ -176,12 +132,10 @@ export function endWait(
   ).changes;
   if (changed === 0) return false;
   c.sql.run("DELETE FROM event_waits WHERE task_id = ? AND step_id = ?", task.id, stepId);
+  const keys = timerKeys(task.id, stepId);
   c.sql.run(
-    // Exact keys, so the dedupe index finds them: a pattern would scan every pending timer.
-    "DELETE FROM work_items WHERE status = 'pending' AND dedupe_key IN (?, ?, ?)",
-    `timeout:${task.id}:${stepId}`,
-    `reminder:${task.id}:${stepId}:reminder`,
-    `reminder:${task.id}:${stepId}:escalation`,
+    `DELETE FROM work_items WHERE status = 'pending' AND dedupe_key IN (${keys.map(() => "?").join(", ")})`,
+    ...keys,
   );
   const data: Record<string, unknown> = { step_id: stepId };
   if (fields.error) data.error = fields.error;
@@ -195,21 +149,6 @@ export function stepForToken(c: Ctx, tenantId: string, taskId: string, stepId: s
   if (!task || task.tenantId !== tenantId) return null;
   const step = stepRow(c, taskId, stepId);
   return step ? { task, step } : null;
-}
-
-/** Why a wait cannot take an answer now, or null if it can. */
-function refusal(
-  task: TaskRow | null,
-  step: StepRow | null,
-  attempt: number,
-  nowMs: number,
-): WaitAnswer | null {
-  if (!task || !step) return "not_found";
-  if (task.status === "canceled") return "canceled";
-  if (step.status === "timed_out" || step.status === "canceled") return "expired";
-  if (step.status !== "waiting" || step.attempts !== attempt) return "already_used";
-  if (step.deadlineAt !== null && nowMs > step.deadlineAt) return "expired";
-  return null;
 }
 
 export function completeCallback(c: Ctx, d: CallbackDelivery): WaitAnswer {
@@ -248,17 +187,12 @@ export function completeCallback(c: Ctx, d: CallbackDelivery): WaitAnswer {
 
 export function approvalDecisions(c: Ctx, taskId: string, stepId: string): ApprovalDecisionRow[] {
   return c.sql
-    .all<{ approver: string; decision: "approve" | "reject"; comment: string | null; decided_at: number }>(
+    .all<ApprovalDecisionDbRow>(
       "SELECT approver, decision, comment, decided_at FROM approval_decisions WHERE task_id = ? AND step_id = ? ORDER BY decided_at, approver",
       taskId,
       stepId,
     )
-    .map((r) => ({
-      approver: r.approver,
-      decision: r.decision,
-      comment: r.comment,
-      decidedAt: r.decided_at,
-    }));
+    .map(toApprovalDecision);
 }
 
 export function decideApproval(c: Ctx, d: ApprovalDecisionInput): WaitAnswer {
@@ -285,16 +219,8 @@ export function decideApproval(c: Ctx, d: ApprovalDecisionInput): WaitAnswer {
     decision: d.decision,
     comment: d.comment,
   });
-  const decisions = approvalDecisions(c, d.taskId, d.stepId);
-  const outcome = approvalOutcome(step.config as ApprovalConfig, decisions);
-  if (outcome) {
-    endWait(c, task, d.stepId, "succeeded", {
-      output: {
-        ...outcome,
-        decisions: decisions.map((x) => ({ ...x, decidedAt: new Date(x.decidedAt).toISOString() })),
-      },
-    });
-  }
+  const output = approvalOutput(step, approvalDecisions(c, d.taskId, d.stepId));
+  if (output) endWait(c, task, d.stepId, "succeeded", { output });
   return "accepted";
 }
 
@@ -347,10 +273,8 @@ export function fireReminder(
   const task = taskRow(c, taskId);
   const step = stepRow(c, taskId, stepId);
   if (!task || !step || step.status !== "waiting" || isTerminalTask(task.status)) return false;
-  const config = step.config as ApprovalConfig;
-  const data: Record<string, unknown> = { step_id: stepId, approvers: config.approvers, title: config.title };
-  if (type === "escalation") data.escalate_to = config.escalateTo;
-  emit(c, task.tenantId, taskId, type === "reminder" ? "step.reminder" : "step.escalated", data);
+  const event = reminderEvent(step, type);
+  emit(c, task.tenantId, taskId, event.type, event.data);
   return true;
 }
 
@@ -361,49 +285,20 @@ export function fireTimeout(c: Ctx, lease: Lease, taskId: string, stepId: string
   const task = taskRow(c, taskId);
   const step = stepRow(c, taskId, stepId);
   if (!task || !step || step.status !== "waiting") return false;
-  const timedOut = (code: string, message: string) =>
-    endWait(c, task, stepId, "timed_out", { error: { code, message } });
-  switch (step.kind) {
-    case "sleep":
-      return endWait(c, task, stepId, "succeeded", { output: null });
-    case "wait_event":
-      return endWait(c, task, stepId, "succeeded", { output: null });
-    case "approval": {
-      const policy = approvalOnTimeout((step.config as ApprovalConfig).onTimeout);
-      if (policy) return endWait(c, task, stepId, "succeeded", { output: policy.output });
-      return timedOut("STEP_TIMED_OUT", `Approval "${stepId}" had no decision before its deadline.`);
-    }
-    case "callback":
-      return timedOut(
-        "STEP_TIMED_OUT",
-        `Callback "${stepId}" was not called before its deadline; a later call is kept as a late result.`,
-      );
-    case "job": {
-      const job = c.sql.get<{ id: string; status: string; cancel_on_timeout: number }>(
-        "SELECT id, status, cancel_on_timeout FROM jobs WHERE id = ?",
-        step.jobId,
-      );
-      if (job && !isTerminalJob(job.status as never)) {
-        c.sql.run("UPDATE jobs SET status = 'timed_out', updated_at = ? WHERE id = ?", c.clock.now(), job.id);
-        wakeParked(c, task.tenantId);
-        c.sql.run("DELETE FROM work_items WHERE dedupe_key = ? AND status = 'pending'", `poll:${job.id}`);
-        if (job.cancel_on_timeout === 1) {
-          enqueue(c, [
-            {
-              kind: "cancel_job",
-              tenantId: task.tenantId,
-              payload: { jobId: job.id },
-              dedupeKey: `cancel:${job.id}`,
-            },
-          ]);
-        }
-      }
-      return timedOut(
-        "JOB_TIMED_OUT",
-        `Step "${stepId}" waited past its deadline; a result that arrives later is recorded but not applied.`,
-      );
-    }
-    default:
-      return false;
-  }
+  if (step.kind === "job" && step.jobId !== null) timeOutJob(c, task, step.jobId);
+  const end = timeoutEnd(step);
+  return end ? endWait(c, task, stepId, end.status, end.fields) : false;
+}
+
+/** A job still live at its step's deadline: timed out, its slot freed, its poll dropped, and stopped if asked. */
+function timeOutJob(c: Ctx, task: TaskRow, jobId: string): void {
+  const job = c.sql.get<{ id: string; status: JobStatus; cancel_on_timeout: number }>(
+    "SELECT id, status, cancel_on_timeout FROM jobs WHERE id = ?",
+    jobId,
+  );
+  if (!job || isTerminalJob(job.status)) return;
+  c.sql.run("UPDATE jobs SET status = 'timed_out', updated_at = ? WHERE id = ?", c.clock.now(), job.id);
+  wakeParked(c, task.tenantId);
+  c.sql.run("DELETE FROM work_items WHERE dedupe_key = ? AND status = 'pending'", `poll:${job.id}`);
+  if (job.cancel_on_timeout === 1) enqueue(c, [cancelJobItem(task.tenantId, job.id)]);
 }

@@ -1,0 +1,157 @@
+import type { ErrorInfo } from "../core/errors.ts";
+import { type ApprovalConfig, approvalOnTimeout, approvalOutcome, type WaitRequest } from "../core/wait.ts";
+import { parseJson } from "./json.ts";
+import type { SignalDbRow } from "./rows.ts";
+import type { ApprovalDecisionRow, NewWorkItem, StepRow, TaskRow, WaitAnswer } from "./store.ts";
+import { timer } from "./work-items.ts";
+
+/*
+ * What a wait does, decided from its rows alone; each store reads and writes the rows, in its
+ * own transaction, around these.
+ */
+
+/** What registering a wait stores besides its job or signal subscription. */
+export interface WaitSetup {
+  deadline: number | null;
+  /** The step's `config`: the callback's verify source, the approval, or the signal match. */
+  config: unknown;
+  /** The data of its `step.waiting` event. */
+  event: Record<string, unknown>;
+  /** Its timers, in the order they are queued: an approval's reminders, then the deadline. */
+  timers: NewWorkItem[];
+}
+
+/** `jobId`: the id given to the job of a `job` wait, null for the other kinds. */
+export function waitSetup(
+  w: WaitRequest,
+  tenantId: string,
+  taskId: string,
+  now: number,
+  jobId: string | null,
+): WaitSetup {
+  const deadline = w.timeoutMs === null ? null : now + w.timeoutMs;
+  let config: unknown = null;
+  const timers: NewWorkItem[] = [];
+  const event: Record<string, unknown> = { step_id: w.stepId, kind: w.kind };
+  if (deadline !== null) event.deadline = new Date(deadline).toISOString();
+  switch (w.kind) {
+    case "job":
+      Object.assign(event, { job_id: jobId, provider: w.provider });
+      break;
+    case "callback":
+      config = { verify_source: w.verifySource };
+      break;
+    case "approval":
+      config = w.approval;
+      if (w.approval.remindAfterMs !== null) {
+        timers.push(
+          timer("reminder", tenantId, taskId, w.stepId, now + w.approval.remindAfterMs, "reminder"),
+        );
+      }
+      if (w.approval.escalateAfterMs !== null) {
+        timers.push(
+          timer("reminder", tenantId, taskId, w.stepId, now + w.approval.escalateAfterMs, "escalation"),
+        );
+      }
+      Object.assign(event, {
+        approvers: w.approval.approvers,
+        quorum: w.approval.quorum,
+        title: w.approval.title,
+      });
+      break;
+    case "wait_event":
+      config = w.match;
+      event.event = w.match.event;
+      break;
+    case "sleep":
+      break;
+  }
+  if (deadline !== null) timers.push(timer("timeout", tenantId, taskId, w.stepId, deadline));
+  return { deadline, config, event, timers };
+}
+
+/** The output of a signal wait that a signal ended. */
+export const signalOutput = (s: SignalDbRow) => ({ id: s.id, name: s.name, data: parseJson(s.data) });
+
+/** Why a wait cannot take an answer now, or null if it can. */
+export function refusal(
+  task: TaskRow | null,
+  step: StepRow | null,
+  attempt: number,
+  nowMs: number,
+): WaitAnswer | null {
+  if (!task || !step) return "not_found";
+  if (task.status === "canceled") return "canceled";
+  if (step.status === "timed_out" || step.status === "canceled") return "expired";
+  if (step.status !== "waiting" || step.attempts !== attempt) return "already_used";
+  if (step.deadlineAt !== null && nowMs > step.deadlineAt) return "expired";
+  return null;
+}
+
+/** The output an approval ends with once its decisions reach or lose the quorum, else null. */
+export function approvalOutput(
+  step: StepRow,
+  decisions: ApprovalDecisionRow[],
+): Record<string, unknown> | null {
+  const outcome = approvalOutcome(step.config as ApprovalConfig, decisions);
+  if (!outcome) return null;
+  return {
+    ...outcome,
+    decisions: decisions.map((x) => ({ ...x, decidedAt: new Date(x.decidedAt).toISOString() })),
+  };
+}
+
+/** The task event a reminder or escalation timer of an approval emits. */
+export function reminderEvent(
+  step: StepRow,
+  type: "reminder" | "escalation",
+): { type: "step.reminder" | "step.escalated"; data: Record<string, unknown> } {
+  const config = step.config as ApprovalConfig;
+  const data: Record<string, unknown> = {
+    step_id: step.stepId,
+    approvers: config.approvers,
+    title: config.title,
+  };
+  if (type === "escalation") data.escalate_to = config.escalateTo;
+  return { type: type === "reminder" ? "step.reminder" : "step.escalated", data };
+}
+
+/** How a waiting step ends at its deadline. */
+export interface TimeoutEnd {
+  status: "succeeded" | "timed_out";
+  fields: { output?: unknown; error?: ErrorInfo };
+}
+
+/**
+ * Each kind's timeout policy (DESIGN §4.4): a sleep or a signal wait succeeds with null, an
+ * approval takes its `onTimeout` default if it has one, the others time out. Null for a step
+ * that has no deadline to reach. A `job` step's job is timed out by the store beforehand.
+ */
+export function timeoutEnd(step: StepRow): TimeoutEnd | null {
+  const timedOut = (code: string, message: string): TimeoutEnd => ({
+    status: "timed_out",
+    fields: { error: { code, message } },
+  });
+  switch (step.kind) {
+    case "sleep":
+    case "wait_event":
+      return { status: "succeeded", fields: { output: null } };
+    case "approval": {
+      const policy = approvalOnTimeout((step.config as ApprovalConfig).onTimeout);
+      if (policy) return { status: "succeeded", fields: { output: policy.output } };
+      return timedOut("STEP_TIMED_OUT", `Approval "${step.stepId}" had no decision before its deadline.`);
+    }
+    case "callback":
+      return timedOut(
+        "STEP_TIMED_OUT",
+        `Callback "${step.stepId}" was not called before its deadline; a later call is kept as a late result.`,
+      );
+    case "job":
+      return timedOut(
+        "JOB_TIMED_OUT",
+        `Step "${step.stepId}" waited past its deadline; a result that arrives later is recorded but not applied.`,
+      );
+    default:
+      return null;
+  }
+}
