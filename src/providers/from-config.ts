@@ -1,7 +1,7 @@
 import { LonghaulError } from "../core/errors.ts";
 import { geminiProvider } from "./gemini/gemini-provider.ts";
 import { httpProvider } from "./http/http-provider.ts";
-import { isObject } from "./http/json-client.ts";
+import { isObject } from "./json-client.ts";
 import { openaiProvider } from "./openai/openai-provider.ts";
 import type { Provider } from "./provider.ts";
 import { simProvider } from "./sim/sim-provider.ts";

@@ -1,6 +1,6 @@
 import { LonghaulError } from "../../core/errors.ts";
 import type { JobEventType, JobStatus } from "../../core/job-state.ts";
-import { isObject } from "../http/json-client.ts";
+import { isObject } from "../json-client.ts";
 import type { ProviderEvent } from "../provider.ts";
 import { operationSnapshot, rpcError } from "./gemini-resources.ts";
 

@@ -1,5 +1,5 @@
 import { LonghaulError } from "../../core/errors.ts";
-import { isObject, jsonClient } from "../http/json-client.ts";
+import { isObject, jsonClient } from "../json-client.ts";
 import {
   type CreatedJob,
   type CreateJobRequest,

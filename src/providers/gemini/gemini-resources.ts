@@ -1,5 +1,5 @@
 import type { JobStatus } from "../../core/job-state.ts";
-import { isObject } from "../http/json-client.ts";
+import { isObject } from "../json-client.ts";
 import type { JobSnapshot, JobUsage } from "../provider.ts";
 
 type Fail = (why: string) => never;

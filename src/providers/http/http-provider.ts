@@ -1,6 +1,7 @@
 import { LonghaulError } from "../../core/errors.ts";
 import type { JobEventType, JobStatus } from "../../core/job-state.ts";
 import { parseBriefEvent, parseUsage } from "../brief-event.ts";
+import { isObject, jsonClient, segment } from "../json-client.ts";
 import {
   type CreatedJob,
   type CreateJobRequest,
@@ -9,7 +10,6 @@ import {
   ProviderError,
   type ProviderEvent,
 } from "../provider.ts";
-import { isObject, jsonClient, segment } from "./json-client.ts";
 
 export interface HttpProviderOptions {
   /** The provider's name in the engine, as sources name it. */

@@ -1,5 +1,5 @@
 import { LonghaulError } from "../../core/errors.ts";
-import { isObject, jsonClient, segment } from "../http/json-client.ts";
+import { isObject, jsonClient, segment } from "../json-client.ts";
 import {
   type CreatedJob,
   type CreateJobRequest,

@@ -1,5 +1,6 @@
 import type { JobStatus } from "../../core/job-state.ts";
 import { isObject, parseBriefEvent, parseJobError, parseUsage } from "../brief-event.ts";
+import { jsonClient } from "../json-client.ts";
 import {
   type CreatedJob,
   type CreateJobRequest,
@@ -36,49 +37,12 @@ const statuses: Record<string, JobStatus> = {
  */
 export function simProvider(options: SimProviderOptions): Provider {
   const name = options.name ?? "sim";
-  const base = options.baseUrl.replace(/\/+$/, "");
-  const fetchImpl = options.fetchImpl ?? fetch;
-  const timeoutMs = options.timeoutMs ?? 10_000;
-
-  async function request(
-    what: string,
-    method: "GET" | "POST",
-    path: string,
-    init: { body?: unknown; headers?: Record<string, string> } = {},
-  ): Promise<{ status: number; body: unknown }> {
-    let status: number;
-    let text: string;
-    try {
-      const res = await fetchImpl(`${base}${path}`, {
-        method,
-        headers: { accept: "application/json", "content-type": "application/json", ...init.headers },
-        body: init.body === undefined ? null : JSON.stringify(init.body),
-        signal: AbortSignal.timeout(timeoutMs),
-      });
-      status = res.status;
-      text = await res.text();
-    } catch (cause) {
-      throw new ProviderError(
-        `${name}: could not ${what}: ${errorText(cause)}; the request can be retried.`,
-        {
-          retriable: true,
-          cause,
-        },
-      );
-    }
-    let body: unknown;
-    try {
-      body = text === "" ? undefined : JSON.parse(text);
-    } catch {
-      body = undefined;
-    }
-    if (status >= 200 && status < 300) return { status, body };
-    const retriable = status >= 500 || status === 408 || status === 429;
-    throw new ProviderError(
-      `${name}: could not ${what}: HTTP ${status}${describe(body)}; ${retriable ? "the request can be retried" : "retrying will not help"}.`,
-      { retriable, status },
-    );
-  }
+  const request = jsonClient({
+    name,
+    baseUrl: options.baseUrl,
+    timeoutMs: options.timeoutMs ?? 10_000,
+    ...(options.fetchImpl ? { fetchImpl: options.fetchImpl } : {}),
+  });
 
   return {
     name,
@@ -129,16 +93,4 @@ export function simProvider(options: SimProviderOptions): Provider {
       }
     },
   };
-}
-
-function describe(body: unknown): string {
-  const error = isObject(body) ? body.error : undefined;
-  if (!isObject(error)) return "";
-  const code = typeof error.code === "string" ? ` ${error.code}` : "";
-  const message = typeof error.message === "string" ? `: ${error.message}` : "";
-  return `${code}${message}`;
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

@@ -1,4 +1,5 @@
-import { ProviderError } from "../provider.ts";
+import { isObject } from "./brief-event.ts";
+import { ProviderError } from "./provider.ts";
 
 export interface JsonClientOptions {
   /** The provider's name, which starts every error message. */
@@ -86,9 +87,7 @@ function describeError(body: unknown): string {
   return `${code === "" ? "" : ` ${code}`}${message}`;
 }
 
-export function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
+export { isObject };
 
 export function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
