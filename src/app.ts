@@ -7,6 +7,7 @@ import type { TaskType } from "./core/task-type.ts";
 import { providerRegistry, taskTypeRegistry } from "./engine/registry.ts";
 import { Worker, type WorkerOptions } from "./engine/worker.ts";
 import type { EventStreamsOptions } from "./http/event-streams.ts";
+import { Metrics } from "./http/metrics.ts";
 import { buildServer } from "./http/server.ts";
 import { buildSource, type Source, type SourceConfig } from "./ingress/sources.ts";
 import { type OutboundConfig, outboundSettings } from "./outbound/settings.ts";
@@ -119,6 +120,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
   const urls = new CapabilityUrls(keyring, baseUrl, defaultWaitMs);
 
   const outbound = outboundSettings(opts.outbound);
+  const metrics = new Metrics();
   const role = opts.role ?? "all";
   const worker =
     role === "api"
@@ -127,6 +129,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
           {
             store,
             clock,
+            metrics,
             taskTypes,
             providers,
             webhookUrlFor,
@@ -142,6 +145,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
   const server = buildServer({
     store,
     clock,
+    metrics,
     taskTypes,
     sources,
     log,

@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { Clock } from "../core/clock.ts";
 import type { TaskType } from "../core/task-type.ts";
+import type { Metrics } from "../http/metrics.ts";
 import type { OutboundSettings } from "../outbound/settings.ts";
 import type { Provider } from "../providers/provider.ts";
 import type { Store } from "../store/store.ts";
@@ -16,6 +17,7 @@ export interface EngineDeps {
   /** The URL a provider should post this provider's job events to (`<public_url>/hooks/<source>`). */
   webhookUrlFor: (provider: string) => string;
   log: Logger;
+  metrics?: Metrics;
   urls: CapabilityUrls;
   /** Lifetime of a callback or approval without a timeout of its own (the token TTL). */
   defaultWaitMs: number;

@@ -153,13 +153,17 @@ export class Worker {
       this.d.store.extendLease(lease, this.leaseMs).catch(() => clearInterval(heartbeat));
     }, this.leaseMs / 3);
     heartbeat.unref();
+    const stop = this.d.metrics?.workSeconds.startTimer({ kind: item.kind });
+    let outcome = "done";
     try {
       await handlers[item.kind](this.d, item, lease);
     } catch (err) {
       if (err instanceof LonghaulError && err.code === "LEASE_LOST") {
+        outcome = "lease_lost";
         this.d.log.warn({ item: item.id, kind: item.kind }, "lease lost; another worker owns this item now");
         return;
       }
+      outcome = "failed";
       const message = err instanceof Error ? err.message : String(err);
       this.d.log.error({ err, item: item.id, kind: item.kind, attempt: item.attempts }, "work item failed");
       await this.safely(() =>
@@ -167,6 +171,8 @@ export class Worker {
       );
     } finally {
       clearInterval(heartbeat);
+      stop?.();
+      this.d.metrics?.workItems.inc({ kind: item.kind, outcome });
     }
   }
 

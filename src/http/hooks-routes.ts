@@ -6,6 +6,7 @@ import { LonghaulError } from "../core/errors.ts";
 import { jsonBody } from "../ingress/scheme.ts";
 import type { Source } from "../ingress/sources.ts";
 import type { Store } from "../store/store.ts";
+import type { Metrics } from "./metrics.ts";
 
 /**
  * `POST /hooks/:source`: verify the raw bytes, record the event and its work item in one
@@ -18,6 +19,7 @@ export function hooksRoutes(
   store: Store,
   sources: Map<string, Source>,
   clock: Clock,
+  metrics?: Metrics,
 ): void {
   const sourceNamed = (name: string): Source => {
     const source = sources.get(name);
@@ -55,6 +57,7 @@ export function hooksRoutes(
       }
       const eventId = verified.eventId ?? `sha256:${createHash("sha256").update(body).digest("hex")}`;
       const r = await store.recordEvent({ source: source.name, provider: source.provider, eventId, body });
+      metrics?.webhooks.inc({ source: source.name, result: r.duplicate ? "duplicate" : "accepted" });
       return reply.status(200).send({ received: true, duplicate: r.duplicate });
     });
   });

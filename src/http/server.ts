@@ -20,6 +20,8 @@ import { installErrorHandling } from "./error-handler.ts";
 import { EventStreams, type EventStreamsOptions } from "./event-streams.ts";
 import { eventsRoutes } from "./events-routes.ts";
 import { hooksRoutes } from "./hooks-routes.ts";
+import type { Metrics } from "./metrics.ts";
+import { openapi } from "./openapi.ts";
 import { signalsRoutes } from "./signals-routes.ts";
 import { tasksRoutes } from "./tasks-routes.ts";
 import { timelineRoutes } from "./timeline-routes.ts";
@@ -40,6 +42,7 @@ export interface ServerDeps {
   realtime?: EventStreamsOptions | undefined;
   dashboard?: DashboardOptions | undefined;
   timeouts?: { headersMs?: number; requestMs?: number } | undefined;
+  metrics?: Metrics | undefined;
 }
 
 /** The HTTP API (DESIGN §7). Slow clients are cut off by header and request timeouts. */
@@ -76,7 +79,15 @@ export function buildServer(d: ServerDeps): FastifyInstance {
     return reply.status(store === "ok" ? 200 : 503).send({ status: store, store });
   });
 
-  hooksRoutes(app, d.store, d.sources, d.clock);
+  app.get("/openapi.json", async () => openapi);
+  if (d.metrics) {
+    const registry = d.metrics.registry;
+    app.get("/metrics", async (_req, reply) =>
+      reply.type(registry.contentType).send(await registry.metrics()),
+    );
+  }
+
+  hooksRoutes(app, d.store, d.sources, d.clock, d.metrics);
   callbacksRoutes(app, d);
   approvalsRoutes(app, d);
   dashboardRoutes(app, d.dashboard);
@@ -89,7 +100,7 @@ export function buildServer(d: ServerDeps): FastifyInstance {
 
   app.register(async (api) => {
     api.addHook("onRequest", tenantAuth(d.store));
-    tasksRoutes(api, d.store, d.taskTypes, d.urls);
+    tasksRoutes(api, d.store, d.taskTypes, d.urls, d.metrics);
     timelineRoutes(api, d.store);
     signalsRoutes(api, d.store);
     usageRoutes(api, d.store);

@@ -5,6 +5,7 @@ import type { TaskType } from "../core/task-type.ts";
 import type { Registry } from "../engine/registry.ts";
 import type { ApprovalDecisionRow, Store } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
+import type { Metrics } from "./metrics.ts";
 import { taskDetail, taskSummary } from "./serialize.ts";
 import { submitRateLimit } from "./submit-rate.ts";
 
@@ -28,6 +29,7 @@ export function tasksRoutes(
   store: Store,
   taskTypes: Registry<TaskType>,
   urls: CapabilityUrls,
+  metrics?: Metrics,
 ): void {
   app.post("/v1/tasks", { preHandler: submitRateLimit() }, async (req, reply) => {
     const body = req.body;
@@ -66,6 +68,7 @@ export function tasksRoutes(
       traceId: optionalString(b, "trace_id"),
     });
     if (created) {
+      metrics?.tasksSubmitted.inc({ type: task.type });
       req.log.info(
         {
           task_id: task.id,
