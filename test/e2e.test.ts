@@ -174,6 +174,7 @@ describe("tasks end to end over HTTP on a SQLite file", () => {
       "VALIDATION_FAILED",
     );
     await expect(stack.api("/v1/tasks/t_unknown"), 404, "TASK_NOT_FOUND");
+    await expect(stack.api("/v1/tasks/t_%00x"), 400, "BAD_REQUEST");
     await expect(stack.api("/v1/tasks/t_unknown/cancel", { method: "POST" }), 404, "TASK_NOT_FOUND");
     await expect(stack.api("/v1/tasks?limit=0"), 400, "VALIDATION_FAILED");
     await expect(stack.api("/v1/tasks?status=done"), 400, "VALIDATION_FAILED");

@@ -2,6 +2,7 @@ import { createServer } from "node:http";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import type { Clock } from "../core/clock.ts";
+import { LonghaulError } from "../core/errors.ts";
 import type { TaskType } from "../core/task-type.ts";
 import type { Registry } from "../engine/registry.ts";
 import type { Source } from "../ingress/sources.ts";
@@ -79,6 +80,10 @@ export function buildServer(d: ServerDeps): FastifyInstance {
     return reply.status(store === "ok" ? 200 : 503).send({ status: store, store });
   });
 
+  // No identifier holds a NUL, and PostgreSQL text cannot even be queried with one.
+  app.addHook("onRequest", async (req) => {
+    if (/%00/i.test(req.url)) throw new LonghaulError("BAD_REQUEST", "The URL contains a NUL character.");
+  });
   app.get("/openapi.json", async () => openapi);
   if (d.metrics) {
     const registry = d.metrics.registry;
