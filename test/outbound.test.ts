@@ -180,6 +180,10 @@ describe("outbound webhooks (development policy: loopback allowed)", () => {
       [["task.created", r.body.task_id]],
     );
     await waitFor(async () => (await deliveries(stack, ep.id)).body.data[0].state === "delivered");
+    // Past the retention period a delivered row is pruned from the log; a newer one is kept.
+    assert.equal(await stack.store.pruneDeliveries(Date.now() - 60_000), 0);
+    assert.ok((await stack.store.pruneDeliveries(Date.now() + 1000)) >= 1);
+    assert.equal((await deliveries(stack, ep.id)).body.data.length, 0);
     await stack.api(`/v1/webhook-endpoints/${ep.id}`, { method: "DELETE" });
   });
 

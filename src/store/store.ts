@@ -120,6 +120,8 @@ export interface Store {
   ): Promise<void>;
   /** Deletes inbox rows received before `before` (the dedupe horizon). Returns how many. */
   pruneInbox(before: number): Promise<number>;
+  /** Deletes delivered or canceled webhook deliveries last changed before `before`; dead ones stay for replay. */
+  pruneDeliveries(before: number): Promise<number>;
   /** Inbox rows, newest first, for the admin API. */
   listInbox(q: {
     source?: string | undefined;

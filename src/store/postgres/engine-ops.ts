@@ -283,6 +283,13 @@ export async function recordPoll(
   }
 }
 
+export async function pruneDeliveries(c: Ctx, before: number): Promise<number> {
+  return c.sql.run(
+    "DELETE FROM webhook_deliveries WHERE state IN ('delivered', 'canceled') AND updated_at < $1",
+    [before],
+  );
+}
+
 export async function pruneInbox(c: Ctx, before: number): Promise<number> {
   return c.sql.run("DELETE FROM inbox_events WHERE received_at < $1", [before]);
 }

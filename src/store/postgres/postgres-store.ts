@@ -207,6 +207,9 @@ export class PostgresStore implements Store {
   ) {
     return this.tx.write((c) => engine.recordPoll(c, lease, jobId, event, next));
   }
+  pruneDeliveries(before: number) {
+    return this.tx.write((c) => engine.pruneDeliveries(c, before));
+  }
   pruneInbox(before: number) {
     return this.tx.write((c) => engine.pruneInbox(c, before));
   }

@@ -239,6 +239,13 @@ export function recordPoll(
     enqueue(c, [pollItem(j.tenantId, jobId, next.runAt, next.attempt)]);
 }
 
+export function pruneDeliveries(c: Ctx, before: number): number {
+  return c.sql.run(
+    "DELETE FROM webhook_deliveries WHERE state IN ('delivered', 'canceled') AND updated_at < ?",
+    before,
+  ).changes;
+}
+
 export function pruneInbox(c: Ctx, before: number): number {
   return c.sql.run("DELETE FROM inbox_events WHERE received_at < ?", before).changes;
 }

@@ -210,6 +210,9 @@ export class SqliteStore implements Store {
   ) {
     return this.write((c) => engine.recordPoll(c, lease, jobId, event, next), "work");
   }
+  pruneDeliveries(before: number) {
+    return this.write((c) => engine.pruneDeliveries(c, before));
+  }
   pruneInbox(before: number) {
     return this.write((c) => engine.pruneInbox(c, before));
   }
