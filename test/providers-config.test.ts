@@ -85,8 +85,8 @@ test("the built providers talk to the configured base URL with the configured ke
 
 test("an unknown kind is refused with the known ones", () => {
   configError(
-    () => providersFromConfig({ anthropic: { api_key: "x" } }, {}),
-    /"anthropic".*kind "anthropic".*sim, openai, gemini, http/,
+    () => providersFromConfig({ cohere: { api_key: "x" } }, {}),
+    /"cohere".*kind "cohere".*sim, openai, gemini, http/,
   );
   configError(() => providersFromConfig({ mine: { kind: "ftp", base_url: "ftp://x" } }, {}), /kind "ftp"/);
 });
