@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { LonghaulError } from "../src/core/errors.ts";
 import { geminiProvider } from "../src/providers/gemini/gemini-provider.ts";
-import { type CreateJobRequest, type Provider, ProviderError } from "../src/providers/provider.ts";
+import type { Provider } from "../src/providers/provider.ts";
 import { type GeminiStandin, startGeminiStandin } from "./fixtures/gemini-standin.ts";
 import { headerOf } from "./fixtures/json-standin.ts";
+import { jobRequests, providerError, validationError } from "./fixtures/provider-asserts.ts";
 
 const KEY = "AIza-test-gemini-standin";
 const HOOK = "https://hooks.example.com/hooks/gemini";
@@ -17,39 +17,13 @@ before(async () => {
 });
 after(() => gemini.close());
 
-let n = 0;
-function job(input: unknown): CreateJobRequest {
-  n++;
-  return {
-    input,
-    idempotencyKey: `t_${n}:gen`,
-    webhookUrl: HOOK,
-    tenantId: "ten_1",
-    taskId: `t_${n}`,
-    stepId: "gen",
-  };
-}
+const job = jobRequests("gen", HOOK);
 
 const last = () => gemini.requests.at(-1)!;
 const webhookConfig = (taskId: string) => ({
   uris: [HOOK],
   user_metadata: { longhaul_task: taskId, longhaul_step: "gen" },
 });
-
-function providerError(fn: () => Promise<unknown>, check: (e: ProviderError) => void) {
-  return assert.rejects(fn, (e: unknown) => {
-    assert.ok(e instanceof ProviderError, `expected a ProviderError, got ${String(e)}`);
-    check(e);
-    return true;
-  });
-}
-
-function validationError(fn: () => unknown, pattern: RegExp) {
-  assert.throws(
-    fn,
-    (e: unknown) => e instanceof LonghaulError && e.code === "VALIDATION_FAILED" && pattern.test(e.message),
-  );
-}
 
 const request = (text: string) => ({ contents: [{ parts: [{ text }] }] });
 

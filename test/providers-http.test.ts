@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { LonghaulError } from "../src/core/errors.ts";
 import { httpProvider } from "../src/providers/http/http-provider.ts";
-import { type CreateJobRequest, type Provider, ProviderError } from "../src/providers/provider.ts";
+import type { Provider } from "../src/providers/provider.ts";
 import { type HttpStandin, startHttpStandin } from "./fixtures/http-standin.ts";
 import { headerOf } from "./fixtures/json-standin.ts";
+import { jobRequests, providerError, validationError } from "./fixtures/provider-asserts.ts";
 
 const TOKEN = "ocr-test-token";
 const HOOK = "https://hooks.example.com/hooks/ocr";
@@ -24,37 +24,9 @@ before(async () => {
 });
 after(() => ocr.close());
 
-let n = 0;
-function job(
-  input: unknown = { document: "https://files.example.com/scan.pdf", pages: 200 },
-): CreateJobRequest {
-  n++;
-  return {
-    input,
-    idempotencyKey: `t_${n}:ocr`,
-    webhookUrl: HOOK,
-    tenantId: "ten_1",
-    taskId: `t_${n}`,
-    stepId: "ocr",
-  };
-}
+const job = jobRequests("ocr", HOOK, { document: "https://files.example.com/scan.pdf", pages: 200 });
 
 const last = () => ocr.requests.at(-1)!;
-
-function providerError(fn: () => Promise<unknown>, check: (e: ProviderError) => void) {
-  return assert.rejects(fn, (e: unknown) => {
-    assert.ok(e instanceof ProviderError, `expected a ProviderError, got ${String(e)}`);
-    check(e);
-    return true;
-  });
-}
-
-function validationError(fn: () => unknown, pattern: RegExp) {
-  assert.throws(
-    fn,
-    (e: unknown) => e instanceof LonghaulError && e.code === "VALIDATION_FAILED" && pattern.test(e.message),
-  );
-}
 
 describe("create", () => {
   test("POSTs {input, callback_url, idempotency_key} with Idempotency-Key and the configured headers", async () => {

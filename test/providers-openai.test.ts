@@ -2,9 +2,10 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { LonghaulError } from "../src/core/errors.ts";
 import { openaiProvider } from "../src/providers/openai/openai-provider.ts";
-import { type CreateJobRequest, type Provider, ProviderError } from "../src/providers/provider.ts";
+import type { Provider } from "../src/providers/provider.ts";
 import { headerOf } from "./fixtures/json-standin.ts";
 import { type OpenAIStandin, startOpenAIStandin } from "./fixtures/openai-standin.ts";
+import { jobRequests, providerError, validationError } from "./fixtures/provider-asserts.ts";
 
 const KEY = "sk-test-openai-standin";
 let openai: OpenAIStandin;
@@ -16,35 +17,9 @@ before(async () => {
 });
 after(() => openai.close());
 
-let n = 0;
-function job(input: unknown): CreateJobRequest {
-  n++;
-  return {
-    input,
-    idempotencyKey: `t_${n}:summarize`,
-    webhookUrl: "https://hooks.example.com/hooks/openai",
-    tenantId: "ten_1",
-    taskId: `t_${n}`,
-    stepId: "summarize",
-  };
-}
+const job = jobRequests("summarize", "https://hooks.example.com/hooks/openai");
 
 const last = () => openai.requests.at(-1)!;
-
-function providerError(fn: () => Promise<unknown>, check: (e: ProviderError) => void) {
-  return assert.rejects(fn, (e: unknown) => {
-    assert.ok(e instanceof ProviderError, `expected a ProviderError, got ${String(e)}`);
-    check(e);
-    return true;
-  });
-}
-
-function validationError(fn: () => unknown, pattern: RegExp) {
-  assert.throws(
-    fn,
-    (e: unknown) => e instanceof LonghaulError && e.code === "VALIDATION_FAILED" && pattern.test(e.message),
-  );
-}
 
 describe("create", () => {
   test("a background response is POST /responses with background, metadata, the key and the rest of the input", async () => {
