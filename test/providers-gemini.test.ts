@@ -1,10 +1,17 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { geminiProvider } from "../src/providers/gemini/gemini-provider.ts";
+import { defineTask } from "../src/core/task-type.ts";
+import {
+  BATCH_LOOKUP_PAGE_SIZE,
+  BATCH_LOOKUP_PAGES,
+  geminiProvider,
+} from "../src/providers/gemini/gemini-provider.ts";
 import type { Provider } from "../src/providers/provider.ts";
 import { type GeminiStandin, startGeminiStandin } from "./fixtures/gemini-standin.ts";
 import { headerOf } from "./fixtures/json-standin.ts";
 import { jobRequests, providerError, validationError } from "./fixtures/provider-asserts.ts";
+import { waitFor } from "./helpers.ts";
+import { startStack } from "./stack.ts";
 
 const KEY = "AIza-test-gemini-standin";
 const HOOK = "https://hooks.example.com/hooks/gemini";
@@ -177,6 +184,226 @@ describe("errors", () => {
       );
     }
     assert.equal(gemini.requests.length, count);
+  });
+});
+
+describe("lookup before a re-create (a stand-in that ignores Idempotency-Key, as Gemini does)", () => {
+  let real: GeminiStandin;
+  let adapter: Provider;
+  before(async () => {
+    real = await startGeminiStandin(KEY, { honourIdempotencyKey: false });
+    adapter = geminiProvider({ apiKey: KEY, baseUrl: real.baseUrl, timeoutMs: 2000 });
+  });
+  after(() => real.close());
+
+  const batchJob = (text: string) =>
+    job({ kind: "batch", model: "gemini-2.5-flash", requests: [request(text)] });
+  const named = (displayName: string) =>
+    [...real.resources.entries()].filter(
+      ([name, r]) =>
+        name.startsWith("batches/") && (r.metadata as { displayName?: string }).displayName === displayName,
+    );
+  const sent = (from: number) => real.requests.slice(from).map((r) => `${r.method} ${r.path.split("?")[0]}`);
+  /** Puts `n` unrelated batches at the stand-in, newer than anything made so far. */
+  const others = (n: number, tag: string) => {
+    for (let i = 0; i < n; i++) {
+      const name = `batches/other-${tag}-${i}`;
+      real.resources.set(name, { name, metadata: { displayName: `nightly ${i}` }, done: false });
+    }
+  };
+
+  test("a create whose answer is lost (500 after creating) is found on the retry: one batch, the first one's name", async () => {
+    const req = batchJob("lost");
+    real.loseNextCreate();
+    await providerError(
+      () => adapter.create(req),
+      (e) => assert.equal(e.retriable, true),
+    );
+    const made = named(`longhaul ${req.idempotencyKey}`);
+    assert.equal(made.length, 1, "the lost create made the batch");
+    const from = real.requests.length;
+    const again = await adapter.create(req);
+    assert.equal(again.jobId, made[0]![0]);
+    assert.equal(named(`longhaul ${req.idempotencyKey}`).length, 1);
+    assert.deepEqual(sent(from), ["GET /v1beta/batches"]);
+  });
+
+  test("a create whose connection drops after Gemini made the batch is found on the retry", async () => {
+    let drop = true;
+    const dropping: typeof fetch = async (input, init) => {
+      const res = await fetch(input, init);
+      if (init?.method === "POST" && drop) {
+        drop = false;
+        await res.text();
+        throw new TypeError("fetch failed: socket hang up");
+      }
+      return res;
+    };
+    const flaky = geminiProvider({
+      apiKey: KEY,
+      baseUrl: real.baseUrl,
+      timeoutMs: 2000,
+      fetchImpl: dropping,
+    });
+    const req = batchJob("dropped");
+    await providerError(
+      () => flaky.create(req),
+      (e) => assert.equal(e.retriable, true),
+    );
+    const again = await flaky.create(req);
+    const made = named(`longhaul ${req.idempotencyKey}`);
+    assert.equal(made.length, 1);
+    assert.equal(again.jobId, made[0]![0]);
+  });
+
+  test("a lookup that finds nothing creates normally, asking pages of 100 without a filter", async () => {
+    others(3, "none");
+    const req = batchJob("fresh");
+    const from = real.requests.length;
+    const created = await adapter.create(req);
+    assert.deepEqual(sent(from), [
+      "GET /v1beta/batches",
+      "POST /v1beta/models/gemini-2.5-flash:batchGenerateContent",
+    ]);
+    assert.equal(real.requests[from]!.path, `/v1beta/batches?pageSize=${BATCH_LOOKUP_PAGE_SIZE}`);
+    assert.deepEqual(
+      named(`longhaul ${req.idempotencyKey}`).map(([name]) => name),
+      [created.jobId],
+    );
+  });
+
+  test("a lookup that fails is retriable and creates nothing", async () => {
+    const req = batchJob("lookup fails");
+    const count = real.resources.size;
+    const from = real.requests.length;
+    real.failNext(503);
+    await providerError(
+      () => adapter.create(req),
+      (e) => {
+        assert.equal(e.retriable, true);
+        assert.match(e.message, /could not look up an earlier batch named "longhaul t_\d+:gen".*HTTP 503/);
+      },
+    );
+    assert.deepEqual(sent(from), ["GET /v1beta/batches"]);
+    assert.equal(real.resources.size, count);
+  });
+
+  test("a lookup answer that is not a list of operations is retriable and creates nothing", async () => {
+    const posts: string[] = [];
+    const garbled: typeof fetch = async (input, init) => {
+      if (init?.method === "GET") return Response.json({ operations: "not a list" });
+      posts.push(String(input));
+      return fetch(input, init);
+    };
+    const confused = geminiProvider({ apiKey: KEY, baseUrl: real.baseUrl, fetchImpl: garbled });
+    await providerError(
+      () => confused.create(batchJob("garbled")),
+      (e) => {
+        assert.equal(e.retriable, true);
+        assert.match(e.message, /not a list of operations/);
+      },
+    );
+    assert.deepEqual(posts, []);
+  });
+
+  test("the lookup follows page tokens, so a batch on a later page is found", async () => {
+    const req = batchJob("page three");
+    real.loseNextCreate();
+    await providerError(
+      () => adapter.create(req),
+      () => {},
+    );
+    others(2 * BATCH_LOOKUP_PAGE_SIZE + 10, "later");
+    const from = real.requests.length;
+    const again = await adapter.create(req);
+    assert.equal(again.jobId, named(`longhaul ${req.idempotencyKey}`)[0]![0]);
+    assert.deepEqual(sent(from), Array(3).fill("GET /v1beta/batches"));
+    assert.equal(
+      real.requests.at(-1)!.path,
+      `/v1beta/batches?pageSize=${BATCH_LOOKUP_PAGE_SIZE}&pageToken=o200`,
+    );
+  });
+
+  test(`the lookup reads at most ${BATCH_LOOKUP_PAGES} pages, so a batch older than that is not found`, async () => {
+    const req = batchJob("too old");
+    real.loseNextCreate();
+    await providerError(
+      () => adapter.create(req),
+      () => {},
+    );
+    others(BATCH_LOOKUP_PAGES * BATCH_LOOKUP_PAGE_SIZE, "newer");
+    const from = real.requests.length;
+    await adapter.create(req);
+    assert.deepEqual(sent(from), [
+      ...Array(BATCH_LOOKUP_PAGES).fill("GET /v1beta/batches"),
+      "POST /v1beta/models/gemini-2.5-flash:batchGenerateContent",
+    ]);
+    assert.equal(named(`longhaul ${req.idempotencyKey}`).length, 2);
+  });
+
+  test("a batch named by its input, an interaction and a long-running operation are created without a lookup", async () => {
+    const from = real.requests.length;
+    await adapter.create(
+      job({ kind: "batch", model: "gemini-2.5-flash", requests: [request("n")], display_name: "nightly" }),
+    );
+    await adapter.create(job({ model: "gemini-3-pro-preview", input: "no lookup" }));
+    await adapter.create(job({ kind: "long_running", model: "veo-3.0-generate-001", instances: [] }));
+    assert.deepEqual(sent(from), [
+      "POST /v1beta/models/gemini-2.5-flash:batchGenerateContent",
+      "POST /v1beta/interactions",
+      "POST /v1beta/models/veo-3.0-generate-001:predictLongRunning",
+    ]);
+  });
+});
+
+describe("through the engine", () => {
+  test("a dispatch retried after a lost batch create records the one batch Gemini made and ends with its result", async () => {
+    const real = await startGeminiStandin(KEY, { honourIdempotencyKey: false });
+    const summarize = defineTask("test.gemini-batch", async (input: { text: string }, step) =>
+      step.job("gen", {
+        provider: "gemini",
+        input: { kind: "batch", model: "gemini-2.5-flash", requests: [request(input.text)] },
+      }),
+    );
+    const stack = await startStack({
+      providers: [geminiProvider({ apiKey: KEY, baseUrl: real.baseUrl, timeoutMs: 2000 })],
+      taskTypes: [summarize],
+      pollAfterMs: 200,
+    });
+    try {
+      real.loseNextCreate();
+      const submitted = await stack.api("/v1/tasks", {
+        body: { type: "test.gemini-batch", input: { text: "once" } },
+      });
+      assert.equal(submitted.status, 202);
+      const taskId: string = submitted.body.task_id;
+      const row = await waitFor(
+        () =>
+          stack.store.db
+            .prepare("SELECT external_id FROM jobs WHERE task_id = ? AND external_id IS NOT NULL")
+            .get(taskId) as { external_id: string } | undefined,
+        10_000,
+        "the job to be recorded as created",
+      );
+      const batches = [...real.resources.keys()].filter((n) => n.startsWith("batches/"));
+      assert.deepEqual(batches, [row.external_id], "one batch, and it is the job");
+      assert.equal(real.requests.filter((r) => r.method === "POST").length, 1);
+
+      const response = { candidates: [{ content: { parts: [{ text: "done" }] } }] };
+      real.update(row.external_id, { done: true, metadata: { state: "BATCH_STATE_SUCCEEDED" }, response });
+      const task = await waitFor(
+        async () => {
+          const t = await stack.api(`/v1/tasks/${taskId}`);
+          return t.body.status === "succeeded" ? t.body : null;
+        },
+        10_000,
+        "the task to succeed from the polled batch",
+      );
+      assert.deepEqual(task.output, response);
+    } finally {
+      await stack.close();
+      await real.close();
+    }
   });
 });
 

@@ -10,7 +10,20 @@ import {
   type ProviderEvent,
 } from "../provider.ts";
 import { parseGeminiEvent } from "./gemini-events.ts";
-import { interactionSnapshot, isInteraction, namePath, operationSnapshot } from "./gemini-resources.ts";
+import {
+  batchPage,
+  interactionSnapshot,
+  isInteraction,
+  namePath,
+  operationSnapshot,
+} from "./gemini-resources.ts";
+
+/**
+ * The bound of the lookup before a batch create: `GET /batches` takes no filter on the Gemini
+ * API, so pages are read until a match, the last page, or this many pages of this size.
+ */
+export const BATCH_LOOKUP_PAGE_SIZE = 100;
+export const BATCH_LOOKUP_PAGES = 5;
 
 export interface GeminiProviderOptions {
   /** The provider's name in the engine; default `gemini`. */
@@ -32,6 +45,12 @@ export interface GeminiProviderOptions {
  *   the job is `interactions/{id}`.
  * Each request carries a per-request webhook config naming `webhookUrl`, so its events come
  * back to the source of this provider, and the engine's key as `Idempotency-Key`.
+ *
+ * The Gemini API documents no idempotency key, so a create retried after its answer was lost
+ * could make a second paid batch. Before creating a batch named `longhaul <key>` the adapter
+ * therefore looks for one by that name (`GET /batches`, bounded) and reuses it. Interactions
+ * and other long-running operations have no such lookup: the API cannot list interactions,
+ * and a `predictLongRunning` operation carries nothing of the request to match.
  */
 export function geminiProvider(options: GeminiProviderOptions): Provider {
   const name = options.name ?? "gemini";
@@ -56,6 +75,35 @@ export function geminiProvider(options: GeminiProviderOptions): Provider {
     return path;
   }
 
+  /**
+   * The name of a batch whose display name is `displayName`, within the first
+   * `BATCH_LOOKUP_PAGES` pages Gemini lists; undefined when there is none. Any failure throws: creating
+   * after a failed lookup could make the very duplicate the lookup is there to prevent.
+   */
+  async function findBatch(displayName: string, req: CreateJobRequest): Promise<string | undefined> {
+    const lookup =
+      `look up an earlier batch named "${displayName}" before creating the job of step ` +
+      `${req.stepId} of task ${req.taskId}, so nothing was created`;
+    let pageToken: string | undefined;
+    for (let page = 0; page < BATCH_LOOKUP_PAGES; page++) {
+      const query = new URLSearchParams({ pageSize: String(BATCH_LOOKUP_PAGE_SIZE) });
+      if (pageToken !== undefined) query.set("pageToken", pageToken);
+      const { body } = await request(lookup, "GET", `/batches?${query}`);
+      const read = batchPage(body);
+      if (read === null) {
+        throw new ProviderError(
+          `${name}: could not ${lookup}: the answer is not a list of operations; the request can be retried.`,
+          { retriable: true },
+        );
+      }
+      const found = read.batches.find((b) => b.displayName === displayName);
+      if (found) return found.name;
+      if (read.nextPageToken === undefined) return undefined;
+      pageToken = read.nextPageToken;
+    }
+    return undefined;
+  }
+
   async function snapshot(jobId: string, what: string): Promise<JobSnapshot> {
     const { body } = await request(what, "GET", resourcePath(jobId, what));
     const fail = (why: string): never => {
@@ -71,6 +119,7 @@ export function geminiProvider(options: GeminiProviderOptions): Provider {
 
     async create(req: CreateJobRequest): Promise<CreatedJob> {
       const what = `create the job of step ${req.stepId} of task ${req.taskId}`;
+      const keyedName = `longhaul ${req.idempotencyKey}`;
       const refuse = (why: string): never => {
         throw new ProviderError(`${name}: could not ${what}: ${why}.`, { retriable: false });
       };
@@ -102,15 +151,14 @@ export function geminiProvider(options: GeminiProviderOptions): Provider {
             : typeof file_name === "string"
               ? { file_name }
               : refuse("a batch needs requests, file_name or input_config"));
+        const named = { display_name: keyedName, ...batch, input_config: source, webhook_config };
         path = `${modelPath()}:batchGenerateContent`;
-        body = {
-          batch: {
-            display_name: `longhaul ${req.idempotencyKey}`,
-            ...batch,
-            input_config: source,
-            webhook_config,
-          },
-        };
+        body = { batch: named };
+        // Only the default name carries the key; a batch named by its input cannot be told apart.
+        if (named.display_name === keyedName) {
+          const earlier = await findBatch(keyedName, req);
+          if (earlier !== undefined) return { jobId: earlier, status: "created" };
+        }
       } else if (kind === "long_running") {
         const { model: _model, method = "predictLongRunning", ...rest } = input;
         if (typeof method !== "string" || !/^[A-Za-z]+$/.test(method))

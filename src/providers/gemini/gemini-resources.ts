@@ -181,3 +181,30 @@ function sumUsage(all: JobUsage[]): JobUsage | undefined {
   }
   return sum;
 }
+
+/** One page of `GET /batches`: each batch's name and display name, and the next page's token. */
+export interface BatchPage {
+  batches: { name: string; displayName: string | undefined }[];
+  nextPageToken: string | undefined;
+}
+
+/**
+ * A `ListOperationsResponse` `{operations, nextPageToken}` of batch operations, each carrying
+ * its `GenerateContentBatch` as `metadata` (`displayName`, `state`, …). JSON omits an empty
+ * list and the last page's token, so `{}` is an empty last page. `null` when the body is
+ * not that shape.
+ */
+export function batchPage(body: unknown): BatchPage | null {
+  if (!isObject(body)) return null;
+  const operations = body.operations ?? [];
+  if (!Array.isArray(operations)) return null;
+  const batches: BatchPage["batches"] = [];
+  for (const op of operations) {
+    if (!isObject(op) || typeof op.name !== "string" || op.name === "") continue;
+    const metadata = isObject(op.metadata) ? op.metadata : {};
+    const displayName = typeof metadata.displayName === "string" ? metadata.displayName : undefined;
+    batches.push({ name: op.name, displayName });
+  }
+  const token = body.nextPageToken;
+  return { batches, nextPageToken: typeof token === "string" && token !== "" ? token : undefined };
+}
