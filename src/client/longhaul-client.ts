@@ -102,7 +102,7 @@ export class LonghaulClient {
     return this.capability(approvalUrl, { decision: "approve", ...opts });
   }
 
-  /** Rejects through a reject link (a `reject_url` of a waiting step). */
+  /** Rejects through an approval link (`approval_url` or a `reject_url` of a waiting step). */
   reject(
     rejectUrl: string,
     opts: { comment?: string; approver?: string } = {},

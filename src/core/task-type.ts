@@ -38,6 +38,11 @@ export interface ApprovalOptions {
   onTimeout?: "reject" | "approve" | { default: unknown };
   title?: string;
   description?: string;
+  /**
+   * Task input fields the approval page shows (dotted for nested ones, e.g. `["amount",
+   * "customer.name"]`). Anyone holding a link sees the page, so nothing else of the input is shown.
+   */
+  show?: string[];
   /** Emit a `step.reminder` task event this long after the request, if still undecided. */
   remindAfter?: Duration;
   /** Emit a `step.escalated` task event naming `escalateTo` this long after the request. */
