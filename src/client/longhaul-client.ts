@@ -110,11 +110,14 @@ export class LonghaulClient {
     return this.capability(rejectUrl, { decision: "reject", ...opts });
   }
 
-  /** Answers a `step.callback` by posting `result` to its callback URL. */
+  /**
+   * Answers a `step.callback` by posting `result` to its callback URL. Posting the same result
+   * again (a retry) answers the same, with `duplicate: true`.
+   */
   callback(
     callbackUrl: string,
     result: unknown,
-  ): Promise<{ accepted: true; task_id: string; step_id: string }> {
+  ): Promise<{ accepted: true; task_id: string; step_id: string; duplicate?: true }> {
     return this.capability(callbackUrl, result);
   }
 
