@@ -143,7 +143,7 @@ export interface Store {
   ): Promise<{ task: TaskRow; step: StepRow } | null>;
   /**
    * Ends a callback step with the posted result if it still waits with `attempt`. Every
-   * call is recorded in the inbox (source `callback`), refused ones too (DESIGN §3.3), but
+   * call is recorded in the inbox (source `callback`), refused ones too (ARCHITECTURE §3.3), but
    * only an applied call keeps its body there; a refused one keeps its SHA-256 and size. The
    * same body again, once the step succeeded with it, answers `duplicate`.
    */

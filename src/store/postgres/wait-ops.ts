@@ -224,7 +224,7 @@ export async function completeCallback(c: Ctx, d: CallbackDelivery): Promise<Cal
     );
   if (verdict) {
     if (verdict === "expired" && found) {
-      // DESIGN §4.4: kept as a late result, visible but not applied; only the first, bounded.
+      // ARCHITECTURE §4.4: kept as a late result, visible but not applied; only the first, bounded.
       await c.sql.run(
         "UPDATE steps SET late_output = $1 WHERE task_id = $2 AND step_id = $3 AND late_output IS NULL",
         [json(lateResult(d, sha256, now)), d.taskId, d.stepId],

@@ -190,7 +190,7 @@ export function completeCallback(c: Ctx, d: CallbackDelivery): CallbackAnswer {
     );
   if (verdict) {
     if (verdict === "expired" && found) {
-      // DESIGN §4.4: kept as a late result, visible but not applied; only the first, bounded.
+      // ARCHITECTURE §4.4: kept as a late result, visible but not applied; only the first, bounded.
       c.sql.run(
         "UPDATE steps SET late_output = ? WHERE task_id = ? AND step_id = ? AND late_output IS NULL",
         json(lateResult(d, sha256, now)),
