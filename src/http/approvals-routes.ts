@@ -59,7 +59,7 @@ export function approvalsRoutes(
       if (asked === "approve" || asked === "reject") return asked;
       throw new LonghaulError(
         "VALIDATION_FAILED",
-        `decision is ${asked === undefined ? "missing" : JSON.stringify(asked)}; send {"decision": "approve"} or {"decision": "reject"}.`,
+        `decision is ${asked === undefined ? "missing" : (JSON.stringify(asked) ?? String(asked)).slice(0, 60)}; this link takes {"decision": "approve"} or {"decision": "reject"}.`,
       );
     }
     const decision = asked ?? claims.purpose;
