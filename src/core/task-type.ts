@@ -29,9 +29,9 @@ export interface CallbackOptions {
 }
 
 export interface ApprovalOptions {
-  /** Who may decide; each gets their own links. Empty: one anonymous pair of links. */
+  /** Who may decide; each gets their own links. Empty: one anonymous set of links. */
   approvers?: string[];
-  /** Approvals needed (n of m). Default 1. */
+  /** Approvals needed (n of m). Default 1; above 1 only with named `approvers`. */
   quorum?: number;
   timeout?: Duration;
   /** At the deadline: reject, approve, or resume with a default value. Without it the step times out. */
