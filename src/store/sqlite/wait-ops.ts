@@ -96,7 +96,7 @@ export function registerWait(c: Ctx, lease: Lease, taskId: string, w: WaitReques
   enqueue(c, setup.timers);
   emit(c, task.tenantId, taskId, "step.waiting", setup.event);
   if (w.kind === "wait_event") {
-    // DESIGN §3.5: a signal that came after the task was created, but before this wait, counts.
+    // ARCHITECTURE §3.5: a signal that came after the task was created, but before this wait, counts.
     const earlier = c.sql.all<SignalDbRow>(
       "SELECT id, name, data FROM signals WHERE tenant_id = ? AND name = ? AND received_at >= ? ORDER BY received_at, id",
       task.tenantId,
@@ -305,7 +305,7 @@ export function fireReminder(
   return true;
 }
 
-/** At a wait's deadline: each kind's timeout policy (DESIGN §4.4). */
+/** At a wait's deadline: each kind's timeout policy (ARCHITECTURE §4.4). */
 export function fireTimeout(c: Ctx, lease: Lease, taskId: string, stepId: string): boolean {
   assertLease(c, lease);
   complete(c, lease);
