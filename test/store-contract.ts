@@ -364,6 +364,91 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
       await store.close();
     });
 
+    /** A task suspended on a callback step `cb` with a deadline `timeoutMs` away. */
+    const taskWithCallback = async (store: Store, tenantId: string, timeoutMs: number) => {
+      const { task } = await submit(store, tenantId);
+      const adv = await claimOne(store);
+      await store.beginAdvance(adv.lease, task.id);
+      await store.registerWait(adv.lease, task.id, {
+        kind: "callback",
+        stepId: "cb",
+        position: 0,
+        timeoutMs,
+        verifySource: null,
+      });
+      await store.finishAdvance(adv.lease, task.id, { kind: "suspended" });
+      const delivery = (body: string) => ({
+        tenantId,
+        taskId: task.id,
+        stepId: "cb",
+        attempt: 1,
+        output: JSON.parse(body) as unknown,
+        body: Buffer.from(body),
+      });
+      return { task, delivery };
+    };
+    const callbackInbox = async (store: Store) =>
+      (await store.listInbox({ source: "callback", limit: 100 })).events;
+
+    test("a callback body sent again is a duplicate; another body is refused and only its hash kept", async () => {
+      const { store, tenant } = await setup();
+      const { task, delivery } = await taskWithCallback(store, tenant.id, 60_000);
+      const body = JSON.stringify({ pages: 3 });
+      assert.equal(await store.completeCallback(delivery(body)), "accepted");
+      assert.equal(await store.completeCallback(delivery(body)), "duplicate");
+      const big = JSON.stringify({ pad: "y".repeat(500 * 1024) });
+      assert.equal(await store.completeCallback(delivery(big)), "already_used");
+      const step = (await store.getTask(tenant.id, task.id))!.steps[0]!;
+      assert.deepEqual(step.output, { pages: 3 });
+      assert.equal(step.lateOutput, null);
+      const rows = await callbackInbox(store);
+      assert.equal(rows.length, 3);
+      const applied = rows.filter((r) => r.status === "applied");
+      assert.equal(applied.length, 1);
+      assert.equal(applied[0]!.body.toString(), body);
+      const refused = rows.filter((r) => r.status === "ignored");
+      assert.deepEqual(
+        refused.map((r) => r.body.length),
+        [0, 0],
+      );
+      assert.ok(refused.some((r) => r.note?.includes(`${Buffer.byteLength(big)} bytes`)));
+      assert.ok(refused.some((r) => r.note?.startsWith("duplicate")));
+      await store.close();
+    });
+
+    test("late callbacks keep the first small result once, and only hash and size of a large one", async () => {
+      const { store, tenant, clock } = await setup();
+      const small = await taskWithCallback(store, tenant.id, 1000);
+      clock.advance(1001);
+      assert.equal(await store.completeCallback(small.delivery('{"n":1}')), "expired");
+      assert.equal(await store.completeCallback(small.delivery('{"n":2}')), "expired");
+      const kept = (await store.getTask(tenant.id, small.task.id))!.steps[0]!.lateOutput as Record<
+        string,
+        unknown
+      >;
+      assert.deepEqual(kept.output, { n: 1 });
+      assert.equal(kept.size, 7);
+      assert.match(String(kept.sha256), /^[0-9a-f]{64}$/);
+
+      const large = await taskWithCallback(store, tenant.id, 1000);
+      clock.advance(1001);
+      const big = JSON.stringify({ pad: "z".repeat(500 * 1024) });
+      for (let i = 0; i < 3; i++) {
+        assert.equal(await store.completeCallback(large.delivery(big)), "expired");
+      }
+      const late = (await store.getTask(tenant.id, large.task.id))!.steps[0]!.lateOutput as Record<
+        string,
+        unknown
+      >;
+      assert.equal(late.output, undefined);
+      assert.equal(late.size, Buffer.byteLength(big));
+      assert.ok(JSON.stringify(late).length < 1024);
+      const rows = await callbackInbox(store);
+      assert.equal(rows.length, 5);
+      assert.ok(rows.every((r) => r.status === "ignored" && r.body.length === 0));
+      await store.close();
+    });
+
     test("meta keeps the first value written", async () => {
       const { store } = await setup();
       assert.equal(await store.putMetaIfAbsent("k", "one"), "one");

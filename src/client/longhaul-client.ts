@@ -102,7 +102,7 @@ export class LonghaulClient {
     return this.capability(approvalUrl, { decision: "approve", ...opts });
   }
 
-  /** Rejects through a reject link (a `reject_url` of a waiting step). */
+  /** Rejects through an approval link (`approval_url` or a `reject_url` of a waiting step). */
   reject(
     rejectUrl: string,
     opts: { comment?: string; approver?: string } = {},
@@ -110,11 +110,14 @@ export class LonghaulClient {
     return this.capability(rejectUrl, { decision: "reject", ...opts });
   }
 
-  /** Answers a `step.callback` by posting `result` to its callback URL. */
+  /**
+   * Answers a `step.callback` by posting `result` to its callback URL. Posting the same result
+   * again (a retry) answers the same, with `duplicate: true`.
+   */
   callback(
     callbackUrl: string,
     result: unknown,
-  ): Promise<{ accepted: true; task_id: string; step_id: string }> {
+  ): Promise<{ accepted: true; task_id: string; step_id: string; duplicate?: true }> {
     return this.capability(callbackUrl, result);
   }
 

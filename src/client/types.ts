@@ -46,7 +46,7 @@ export interface TaskStep {
   job_id?: string | null;
   callback_url?: string;
   approval_url?: string;
-  approvals?: { approver: string | null; approve_url: string; reject_url: string }[];
+  approvals?: { approver: string | null; approval_url: string; approve_url: string; reject_url: string }[];
   deadline: string | null;
   created_at: string;
   updated_at: string;

@@ -21,7 +21,7 @@ import type {
   TaskFunction,
   WaitForEventOptions,
 } from "./task-type.ts";
-import type { WaitRequest } from "./wait.ts";
+import { approvalProblem, type WaitRequest } from "./wait.ts";
 
 /** A step as stored: the memo that replay reads. */
 export interface StoredStep {
@@ -309,10 +309,10 @@ export async function runTask(args: RunTaskArgs): Promise<RunResult> {
     approval: (id: string, options: ApprovalOptions = {}): Promise<ApprovalResult> => {
       const approvers = options.approvers ?? [];
       const quorum = options.quorum ?? 1;
-      if (!Number.isInteger(quorum) || quorum < 1 || (approvers.length > 0 && quorum > approvers.length)) {
-        halt(
-          fail("VALIDATION_FAILED", `step.approval("${id}"): quorum must be 1 to the number of approvers.`),
-        );
+      const show = options.show ?? [];
+      const problem = approvalProblem(approvers, quorum, show);
+      if (problem !== null) {
+        halt(fail("VALIDATION_FAILED", `step.approval("${id}"): ${problem}.`));
         return never();
       }
       return wait<ApprovalResult>(id, "approval", (position) => ({
@@ -326,6 +326,7 @@ export async function runTask(args: RunTaskArgs): Promise<RunResult> {
           onTimeout: options.onTimeout ?? null,
           title: options.title ?? null,
           description: options.description ?? null,
+          show,
           remindAfterMs: optionalMs(options.remindAfter),
           escalateAfterMs: optionalMs(options.escalateAfter),
           escalateTo: options.escalateTo ?? [],

@@ -29,15 +29,20 @@ export interface CallbackOptions {
 }
 
 export interface ApprovalOptions {
-  /** Who may decide; each gets their own links. Empty: one anonymous pair of links. */
+  /** Who may decide; each gets their own links. Empty: one anonymous set of links. */
   approvers?: string[];
-  /** Approvals needed (n of m). Default 1. */
+  /** Approvals needed (n of m). Default 1; above 1 only with named `approvers`. */
   quorum?: number;
   timeout?: Duration;
   /** At the deadline: reject, approve, or resume with a default value. Without it the step times out. */
   onTimeout?: "reject" | "approve" | { default: unknown };
   title?: string;
   description?: string;
+  /**
+   * Task input fields the approval page shows (dotted for nested ones, e.g. `["amount",
+   * "customer.name"]`). Anyone holding a link sees the page, so nothing else of the input is shown.
+   */
+  show?: string[];
   /** Emit a `step.reminder` task event this long after the request, if still undecided. */
   remindAfter?: Duration;
   /** Emit a `step.escalated` task event naming `escalateTo` this long after the request. */

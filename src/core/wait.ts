@@ -35,6 +35,11 @@ export interface ApprovalConfig {
   onTimeout: OnTimeout | null;
   title: string | null;
   description: string | null;
+  /**
+   * Names of task input fields (dotted for nested ones) the approval page shows; the rest of
+   * the input is not shown to link holders. Absent in approvals stored before it existed.
+   */
+  show?: string[];
   remindAfterMs: number | null;
   escalateAfterMs: number | null;
   escalateTo: string[];
@@ -68,22 +73,47 @@ export function signalMatches(match: EventMatch, name: string, data: unknown): b
   return Object.entries(match.data).every(([k, v]) => JSON.stringify(d[k]) === JSON.stringify(v));
 }
 
+/**
+ * What is wrong with an approval's approvers, quorum and shown fields, in words fit for an
+ * error message after the step's name; null if nothing. A quorum above 1 needs named
+ * approvers: anonymous link holders cannot be counted as distinct voters.
+ */
+export function approvalProblem(approvers: unknown, quorum: unknown, show: unknown): string | null {
+  if (!Array.isArray(approvers) || !approvers.every((a) => typeof a === "string" && a.length > 0)) {
+    return "approvers must be a list of non-empty strings";
+  }
+  if (typeof quorum !== "number" || !Number.isInteger(quorum) || quorum < 1) {
+    return `quorum is ${JSON.stringify(quorum)}; it must be a whole number of at least 1`;
+  }
+  if (quorum > 1 && approvers.length === 0) {
+    return `quorum is ${quorum} but no approvers are named; name at least ${quorum} approvers, or use quorum 1`;
+  }
+  if (approvers.length > 0 && quorum > approvers.length) {
+    return `quorum is ${quorum} but only ${approvers.length} approvers are named`;
+  }
+  if (!Array.isArray(show) || !show.every((f) => typeof f === "string" && f.length > 0)) {
+    return "show must be a list of input field names";
+  }
+  return null;
+}
+
 /** The outcome of an approval step from the decisions so far, or null while it can still go either way. */
 export function approvalOutcome(
   config: ApprovalConfig,
   decisions: { approver: string | null; decision: "approve" | "reject"; comment: string | null }[],
 ): { approved: boolean; by: string | null; comment: string | null } | null {
-  const voters = Math.max(config.approvers.length, 1);
   const approvals = decisions.filter((d) => d.decision === "approve");
   const rejections = decisions.filter((d) => d.decision === "reject");
-  if (approvals.length >= config.quorum) {
-    const l = approvals.at(-1)!;
-    return { approved: true, by: l.approver, comment: l.comment };
+  const lastApproval = approvals.at(-1);
+  if (lastApproval && approvals.length >= config.quorum) {
+    return { approved: true, by: lastApproval.approver, comment: lastApproval.comment };
   }
-  // Reject once the quorum can no longer be reached.
-  if (rejections.length > voters - config.quorum) {
-    const l = rejections.at(-1)!;
-    return { approved: false, by: l.approver, comment: l.comment };
+  // Reject once the quorum can no longer be reached. Without named approvers (quorum 1 only,
+  // checked at submit) anyone with the link decides, so the first rejection decides.
+  const voters = config.approvers.length;
+  const lastRejection = rejections.at(-1);
+  if (lastRejection && (voters === 0 || rejections.length > voters - config.quorum)) {
+    return { approved: false, by: lastRejection.approver, comment: lastRejection.comment };
   }
   return null;
 }

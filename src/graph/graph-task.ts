@@ -24,6 +24,7 @@ export interface GraphStepApi {
       onTimeout?: "reject" | "approve" | { default: unknown };
       title?: string;
       description?: string;
+      show?: string[];
     },
   ): Promise<{ approved: boolean; by: string | null; comment: string | null }>;
   sleep(id: string, duration: Duration): Promise<void>;
@@ -89,8 +90,11 @@ async function callStep(step: GraphStepApi, id: string, call: NodeCall): Promise
     case "callback":
       // No handoff: the tenant reads the waiting step's callback URL in the task view.
       return step.callback(id, call.with.timeout === undefined ? {} : { timeout: call.with.timeout });
-    case "approval":
-      return step.approval(id, call.with);
+    case "approval": {
+      // The page reads the task input, of which the graph's parameters are `input`.
+      const { show, ...rest } = call.with;
+      return step.approval(id, show === undefined ? rest : { ...rest, show: show.map((f) => `input.${f}`) });
+    }
     case "sleep":
       await step.sleep(id, call.with.duration);
       return null;

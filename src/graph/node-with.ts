@@ -21,6 +21,8 @@ export interface ApprovalWith {
   onTimeout?: "reject" | "approve" | { default: unknown };
   title?: string;
   description?: string;
+  /** Task input fields the approval page shows; the rest of the input is not shown. */
+  show?: string[];
 }
 
 export interface SleepWith {
@@ -38,7 +40,7 @@ export type NodeCall =
 export const withFields: Readonly<Record<NodeKind, readonly string[]>> = {
   job: ["provider", "input", "timeout", "pollAfter"],
   callback: ["timeout"],
-  approval: ["approvers", "quorum", "timeout", "onTimeout", "title", "description"],
+  approval: ["approvers", "quorum", "timeout", "onTimeout", "title", "description", "show"],
   sleep: ["duration"],
 };
 
@@ -120,9 +122,24 @@ function check(kind: NodeKind, w: Record<string, unknown>, who: string, template
         if (typeof quorum !== "number" || !Number.isInteger(quorum) || quorum < 1) {
           fail("quorum", `is ${show(quorum)}; it must be a whole number of at least 1`);
         }
-        if (Array.isArray(approvers) && approvers.length > 0 && (quorum as number) > approvers.length) {
-          fail("quorum", `is ${show(quorum)} but only ${approvers.length} approvers are listed`);
+        // Approvers still to come from a template are judged once resolved.
+        const named = Array.isArray(approvers) ? approvers.length : w.approvers === undefined ? 0 : null;
+        if (named === 0 && (quorum as number) > 1) {
+          fail(
+            "quorum",
+            `is ${show(quorum)} but no approvers are named; list at least ${show(quorum)} in with.approvers, or use quorum 1`,
+          );
         }
+        if (named !== null && named > 0 && (quorum as number) > named) {
+          fail("quorum", `is ${show(quorum)} but only ${named} approvers are listed`);
+        }
+      }
+      const fields = get("show");
+      if (
+        fields !== undefined &&
+        (!Array.isArray(fields) || !fields.every((f) => typeof f === "string" && f.length > 0))
+      ) {
+        fail("show", `is ${show(fields)}; it must be a list of input field names`);
       }
       const onTimeout = get("onTimeout");
       if (

@@ -12,10 +12,32 @@ export interface ApprovalPageModel {
   step: StepRow;
   decisions: ApprovalDecisionRow[];
   approver: string | null;
-  approveUrl: string;
-  rejectUrl: string;
+  /** The link that served the page; its form posts back to it. */
+  actionUrl: string;
+  /** The decisions that link may take: both for `approval_url`, one for a one-click link. */
+  allowed: ("approve" | "reject")[];
   /** A message after a decision was posted from this page. */
   notice: string | null;
+}
+
+/**
+ * Only the input fields the step opted into (`show`): whoever holds a link sees the page, so
+ * the rest of the task's input stays out of it. A dotted name reads a nested field.
+ */
+function shownInput(input: unknown, show: string[]): string {
+  if (show.length === 0) return "";
+  const rows = show.map((name) => {
+    let v: unknown = input;
+    for (const part of name.split(".")) {
+      v =
+        typeof v === "object" && v !== null && Object.hasOwn(v, part)
+          ? (v as Record<string, unknown>)[part]
+          : undefined;
+    }
+    const text = v === undefined ? "(not set)" : typeof v === "string" ? v : JSON.stringify(v, null, 2);
+    return `<dt>${esc(name)}</dt><dd><pre>${esc(text.length > 20_000 ? `${text.slice(0, 20_000)}…` : text)}</pre></dd>`;
+  });
+  return `<dl class="input">${rows.join("")}</dl>`;
 }
 
 /**
@@ -26,7 +48,7 @@ export function renderApprovalPage(m: ApprovalPageModel): string {
   const config = (m.step.config ?? {}) as Partial<ApprovalConfig>;
   const title = config.title ?? `Approve step “${m.step.stepId}” of ${m.task.type}`;
   const waiting = m.step.status === "waiting";
-  const input = JSON.stringify(m.task.input, null, 2);
+  const shown = shownInput(m.task.input, config.show ?? []);
   const decisions = m.decisions
     .map(
       (d) =>
@@ -47,8 +69,12 @@ export function renderApprovalPage(m: ApprovalPageModel): string {
   ${who}
   <label>Comment <textarea name="comment" rows="3" maxlength="2000"></textarea></label>
   <div class="actions">
-    <button type="submit" formaction="${esc(m.approveUrl)}" name="decision" value="approve" class="approve">Approve</button>
-    <button type="submit" formaction="${esc(m.rejectUrl)}" name="decision" value="reject" class="reject">Reject</button>
+    ${m.allowed
+      .map(
+        (d) =>
+          `<button type="submit" formaction="${esc(m.actionUrl)}" name="decision" value="${d}" class="${d}">${d === "approve" ? "Approve" : "Reject"}</button>`,
+      )
+      .join("\n    ")}
   </div>
 </form>`
     : "";
@@ -58,7 +84,7 @@ export function renderApprovalPage(m: ApprovalPageModel): string {
 <style>
 body{font:15px/1.5 system-ui,sans-serif;max-width:42rem;margin:2rem auto;padding:0 1rem;color:#1d2433}
 h1{font-size:1.4rem}.meta{color:#5b6478}.notice{background:#eef6ee;border:1px solid #9c9;padding:.5rem 1rem;border-radius:6px}
-pre{background:#f4f5f8;padding:.75rem;border-radius:6px;overflow:auto;max-height:16rem}
+dt{font-weight:600}dd{margin:0 0 .5rem}pre{background:#f4f5f8;padding:.75rem;border-radius:6px;overflow:auto;max-height:16rem}
 label{display:block;margin:.75rem 0}input,textarea{width:100%;box-sizing:border-box;font:inherit;padding:.4rem}
 .actions{display:flex;gap:.75rem}button{font:inherit;padding:.5rem 1.25rem;border-radius:6px;border:0;color:#fff;cursor:pointer}
 .approve{background:#1f7a3a}.reject{background:#b3261e}
@@ -69,7 +95,7 @@ ${m.notice ? `<p class="notice">${esc(m.notice)}</p>` : ""}
 <p class="meta">Task <code>${esc(m.task.id)}</code> (${esc(m.task.type)}), created ${esc(new Date(m.task.createdAt).toISOString())}</p>
 <p>${state}</p>
 ${decisions ? `<ul>${decisions}</ul>` : ""}
-<details><summary>Task input</summary><pre>${esc(input.length > 20_000 ? `${input.slice(0, 20_000)}…` : input)}</pre></details>
+${shown}
 ${form}
 </body></html>`;
 }

@@ -2,7 +2,6 @@ import type { FastifyInstance, FastifyReply } from "fastify";
 import type { Clock } from "../core/clock.ts";
 import { LonghaulError } from "../core/errors.ts";
 import type { Store } from "../store/store.ts";
-import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 import type { Keyring } from "../tokens/keyring.ts";
 import { type TokenClaims, verifyToken } from "../tokens/token.ts";
 import { renderApprovalPage } from "./approval-page.ts";
@@ -19,36 +18,58 @@ const pageHeaders = {
 /** `GET|POST /v1/approvals/:token`: the approval page, and the decision (JSON, or the page's form). */
 export function approvalsRoutes(
   app: FastifyInstance,
-  d: { store: Store; keyring: Keyring; urls: CapabilityUrls; clock: Clock },
+  d: { store: Store; keyring: Keyring; clock: Clock },
 ): void {
-  const claimsOf = (token: string): TokenClaims & { purpose: "approve" | "reject" } => {
+  type ApprovalClaims = TokenClaims & { purpose: "approve" | "reject" | "decide" };
+  const claimsOf = (token: string): ApprovalClaims => {
     const claims = verifyToken(d.keyring, token, d.clock.now());
-    if (claims.purpose !== "approve" && claims.purpose !== "reject") {
+    if (claims.purpose === "callback") {
       throw new LonghaulError(
         "FORBIDDEN",
         "This link is a callback URL, not an approval; POST the result to it.",
       );
     }
-    return claims as TokenClaims & { purpose: "approve" | "reject" };
+    return claims as ApprovalClaims;
   };
 
-  const page = async (reply: FastifyReply, claims: TokenClaims, notice: string | null) => {
+  /**
+   * The page posts back to the link that served it, so it offers only what that link may do:
+   * both decisions for a `decide` link, one button for a single-purpose link. It never mints
+   * a link of another purpose.
+   */
+  const page = async (reply: FastifyReply, token: string, claims: ApprovalClaims, notice: string | null) => {
     const found = await d.store.stepForToken(claims.tenantId, claims.taskId, claims.stepId);
     if (!found) throw new LonghaulError("TASK_NOT_FOUND", "The task of this link no longer exists.");
-    const step = { stepId: claims.stepId, attempts: claims.attempt, deadlineAt: found.step.deadlineAt };
     const html = renderApprovalPage({
       task: found.task,
       step: found.step,
       decisions: await d.store.approvalDecisions(claims.taskId, claims.stepId),
       approver: claims.approver ?? null,
       // Relative, so the form posts back to whatever host served the page.
-      approveUrl: new URL(d.urls.approval(claims.tenantId, claims.taskId, step, "approve", claims.approver))
-        .pathname,
-      rejectUrl: new URL(d.urls.approval(claims.tenantId, claims.taskId, step, "reject", claims.approver))
-        .pathname,
+      actionUrl: `/v1/approvals/${token}`,
+      allowed: claims.purpose === "decide" ? ["approve", "reject"] : [claims.purpose],
       notice,
     });
     return reply.status(200).headers(pageHeaders).send(html);
+  };
+
+  /** The decision a POST asks for, checked against what its link allows. */
+  const decisionOf = (claims: ApprovalClaims, asked: unknown): "approve" | "reject" => {
+    if (claims.purpose === "decide") {
+      if (asked === "approve" || asked === "reject") return asked;
+      throw new LonghaulError(
+        "VALIDATION_FAILED",
+        `decision is ${asked === undefined ? "missing" : (JSON.stringify(asked) ?? String(asked)).slice(0, 60)}; this link takes {"decision": "approve"} or {"decision": "reject"}.`,
+      );
+    }
+    const decision = asked ?? claims.purpose;
+    if (decision !== claims.purpose) {
+      throw new LonghaulError(
+        "FORBIDDEN",
+        `This link can only ${claims.purpose}; use the other link to ${String(decision)}.`,
+      );
+    }
+    return claims.purpose;
   };
 
   app.register(async (scope) => {
@@ -59,19 +80,13 @@ export function approvalsRoutes(
     );
 
     scope.get<{ Params: { token: string } }>("/v1/approvals/:token", async (req, reply) =>
-      page(reply, claimsOf(req.params.token), null),
+      page(reply, req.params.token, claimsOf(req.params.token), null),
     );
 
     scope.post<{ Params: { token: string } }>("/v1/approvals/:token", async (req, reply) => {
       const claims = claimsOf(req.params.token);
       const b = (req.body ?? {}) as Record<string, unknown>;
-      const decision = b.decision ?? claims.purpose;
-      if (decision !== claims.purpose) {
-        throw new LonghaulError(
-          "FORBIDDEN",
-          `This link can only ${claims.purpose}; use the other link to ${String(decision)}.`,
-        );
-      }
+      const decision = decisionOf(claims, b.decision);
       const text = (v: unknown, max: number) =>
         typeof v === "string" && v.trim().length > 0 ? v.replaceAll("\u0000", "").trim().slice(0, max) : null;
       const answer = await d.store.decideApproval({
@@ -80,18 +95,19 @@ export function approvalsRoutes(
         stepId: claims.stepId,
         attempt: claims.attempt,
         approver: claims.approver ?? text(b.approver, 200),
-        decision: claims.purpose,
+        decision,
         comment: text(b.comment, 2000),
       });
       const fromForm = req.headers["content-type"]?.startsWith("application/x-www-form-urlencoded");
       if (answer !== "accepted") {
-        if (fromForm) return page(reply, claims, `Not recorded: ${answer.replace("_", " ")}.`);
+        if (fromForm)
+          return page(reply, req.params.token, claims, `Not recorded: ${answer.replace("_", " ")}.`);
         refuseWait(answer, claims.stepId);
       }
-      if (fromForm) return page(reply, claims, `Your decision (${claims.purpose}) was recorded.`);
+      if (fromForm) return page(reply, req.params.token, claims, `Your decision (${decision}) was recorded.`);
       return reply
         .status(200)
-        .send({ accepted: true, task_id: claims.taskId, step_id: claims.stepId, decision: claims.purpose });
+        .send({ accepted: true, task_id: claims.taskId, step_id: claims.stepId, decision });
     });
   });
 }

@@ -61,6 +61,12 @@ export function callbacksRoutes(
         output,
         body,
       });
+      // The same body again after it completed the step: a sender retrying gets the same answer.
+      if (answer === "duplicate") {
+        return reply
+          .status(200)
+          .send({ accepted: true, task_id: claims.taskId, step_id: claims.stepId, duplicate: true });
+      }
       if (answer !== "accepted") refuseWait(answer, claims.stepId);
       return reply.status(200).send({ accepted: true, task_id: claims.taskId, step_id: claims.stepId });
     });

@@ -74,8 +74,32 @@ export const openapi = {
       post: op("Queue a dead or failed delivery again"),
     },
     "/hooks/{source}": { post: op("Webhook ingress: verified on the raw bytes, recorded once", noAuth) },
-    "/v1/callbacks/{token}": { post: op("A capability callback URL; the body is the step's result", noAuth) },
-    "/v1/approvals/{token}": { get: op("The approval page", noAuth), post: op("Approve or reject", noAuth) },
+    "/v1/callbacks/{token}": {
+      post: op(
+        "A capability callback URL; the body is the step's result. The same body again answers 200 with duplicate: true",
+        noAuth,
+      ),
+    },
+    "/v1/approvals/{token}": {
+      get: op(
+        "The approval page: the buttons its link may use, and only the input fields the step shows",
+        noAuth,
+      ),
+      post: op(
+        "Approve or reject. approval_url needs decision; a one-click approve_url or reject_url takes only its own",
+        {
+          ...noAuth,
+          requestBody: json({
+            type: "object",
+            properties: {
+              decision: { enum: ["approve", "reject"] },
+              comment: { type: "string", maxLength: 2000 },
+              approver: { type: "string", maxLength: 200 },
+            },
+          }),
+        },
+      ),
+    },
     "/v1/admin/tenants": {
       get: op("Tenants (admin key)"),
       post: op("Create a tenant; its API key is shown once"),

@@ -34,12 +34,15 @@ function waitingFor(t: TaskRow, s: StepRow, ctx: DetailContext): Record<string, 
   if (s.kind === "approval") {
     const config = s.config as ApprovalConfig;
     const people = config.approvers.length > 0 ? config.approvers : [undefined];
+    // `approval_url` takes either decision in its body and serves a page with both buttons;
+    // `approve_url` and `reject_url` decide one way each, for one-click buttons.
     const links = people.map((who) => ({
       approver: who ?? null,
+      approval_url: ctx.urls.approval(t.tenantId, t.id, ws, "decide", who),
       approve_url: ctx.urls.approval(t.tenantId, t.id, ws, "approve", who),
       reject_url: ctx.urls.approval(t.tenantId, t.id, ws, "reject", who),
     }));
-    return { approval_url: links[0]!.approve_url, approvals: links, quorum: config.quorum };
+    return { approval_url: links[0]!.approval_url, approvals: links, quorum: config.quorum };
   }
   if (s.kind === "wait_event") return { match: s.config };
   return {};

@@ -14,7 +14,7 @@ export function refuseWait(answer: Exclude<WaitAnswer, "accepted">, stepId: stri
     case "expired":
       throw new LonghaulError(
         "TOKEN_EXPIRED",
-        `Step "${stepId}" passed its deadline; the call was kept as a late result but resumes nothing.`,
+        `Step "${stepId}" passed its deadline, so this call resumes nothing; the step notes it as its late_result.`,
       );
     case "canceled":
       throw new LonghaulError("WAIT_CANCELED", "The task was canceled, so this link no longer works.");

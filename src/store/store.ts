@@ -143,9 +143,11 @@ export interface Store {
   ): Promise<{ task: TaskRow; step: StepRow } | null>;
   /**
    * Ends a callback step with the posted result if it still waits with `attempt`. Every
-   * call is recorded in the inbox (source `callback`), refused ones too (ARCHITECTURE §3.3).
+   * call is recorded in the inbox (source `callback`), refused ones too (ARCHITECTURE §3.3), but
+   * only an applied call keeps its body there; a refused one keeps its SHA-256 and size. The
+   * same body again, once the step succeeded with it, answers `duplicate`.
    */
-  completeCallback(c: CallbackDelivery): Promise<WaitAnswer>;
+  completeCallback(c: CallbackDelivery): Promise<CallbackAnswer>;
   /** Records one approver's decision; ends the step when the quorum is reached or lost. */
   decideApproval(d: ApprovalDecisionInput): Promise<WaitAnswer>;
   approvalDecisions(taskId: string, stepId: string): Promise<ApprovalDecisionRow[]>;
@@ -376,6 +378,9 @@ export type WaitAnswer =
   | "canceled"
   | "not_found"
   | "duplicate_decision";
+
+/** A callback's answer: a wait answer, or `duplicate` for the body that already completed the step. */
+export type CallbackAnswer = WaitAnswer | "duplicate";
 
 export interface CallbackDelivery {
   tenantId: string;

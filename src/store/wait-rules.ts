@@ -1,8 +1,17 @@
+import { createHash } from "node:crypto";
 import type { ErrorInfo } from "../core/errors.ts";
 import { type ApprovalConfig, approvalOnTimeout, approvalOutcome, type WaitRequest } from "../core/wait.ts";
 import { parseJson } from "./json.ts";
 import type { SignalDbRow } from "./rows.ts";
-import type { ApprovalDecisionRow, NewWorkItem, StepRow, TaskRow, WaitAnswer } from "./store.ts";
+import type {
+  ApprovalDecisionRow,
+  CallbackAnswer,
+  CallbackDelivery,
+  NewWorkItem,
+  StepRow,
+  TaskRow,
+  WaitAnswer,
+} from "./store.ts";
 import { timer } from "./work-items.ts";
 
 /*
@@ -79,13 +88,78 @@ export function refusal(
   step: StepRow | null,
   attempt: number,
   nowMs: number,
-): WaitAnswer | null {
+): Exclude<WaitAnswer, "accepted"> | null {
   if (!task || !step) return "not_found";
   if (task.status === "canceled") return "canceled";
   if (step.status === "timed_out" || step.status === "canceled") return "expired";
   if (step.status !== "waiting" || step.attempts !== attempt) return "already_used";
   if (step.deadlineAt !== null && nowMs > step.deadlineAt) return "expired";
   return null;
+}
+
+/** The SHA-256 (hex) of a callback's raw body: what a repeated call is compared by. */
+export const bodySha256 = (body: Buffer): string => createHash("sha256").update(body).digest("hex");
+
+/**
+ * A late callback's body is kept on the step only up to this size, and only the first one:
+ * every later or larger one leaves its hash and size alone, so holding an expired link never
+ * lets anyone grow the store by a body per call.
+ */
+export const LATE_BODY_KEPT_BYTES = 64 * 1024;
+
+/**
+ * The answer to a callback: `duplicate` when the step already succeeded, for this attempt,
+ * with a body of the same SHA-256 (a sender retrying); otherwise why it is refused, or null
+ * to accept it. `resultSha256` is the hash stored with the step's completion.
+ */
+export function callbackVerdict(
+  task: TaskRow | null,
+  step: StepRow | null,
+  resultSha256: string | null,
+  d: CallbackDelivery,
+  sha256: string,
+  nowMs: number,
+): Exclude<CallbackAnswer, "accepted"> | null {
+  if (
+    task &&
+    step &&
+    step.kind === "callback" &&
+    step.status === "succeeded" &&
+    step.attempts === d.attempt &&
+    resultSha256 === sha256
+  ) {
+    return "duplicate";
+  }
+  return refusal(task, step, d.attempt, nowMs);
+}
+
+/** The step's `late_output` for the first late call: its hash and size, and its result if small. */
+export function lateResult(d: CallbackDelivery, sha256: string, nowMs: number): Record<string, unknown> {
+  return {
+    ...(d.body.length <= LATE_BODY_KEPT_BYTES ? { output: d.output } : {}),
+    sha256,
+    size: d.body.length,
+    received_at: new Date(nowMs).toISOString(),
+  };
+}
+
+/**
+ * The inbox row of a callback. An applied one keeps its body (it is the step's result, one
+ * per step); a refused one keeps only the hash and size of its body in the note, never the
+ * body, so repeated calls to a used or expired link cannot fill the store.
+ */
+export function callbackInboxRow(
+  verdict: Exclude<CallbackAnswer, "accepted"> | null,
+  d: CallbackDelivery,
+  sha256: string,
+): { status: "applied" | "ignored"; body: Buffer; note: string | null } {
+  if (verdict === null) return { status: "applied", body: d.body, note: null };
+  const why = verdict === "duplicate" ? "duplicate of the applied result" : `refused: ${verdict}`;
+  return {
+    status: "ignored",
+    body: Buffer.alloc(0),
+    note: `${why}; body sha256 ${sha256}, ${d.body.length} bytes, not kept`,
+  };
 }
 
 /** The output an approval ends with once its decisions reach or lose the quorum, else null. */

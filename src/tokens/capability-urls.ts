@@ -1,5 +1,5 @@
 import type { Keyring } from "./keyring.ts";
-import { mintToken } from "./token.ts";
+import { mintToken, type TokenPurpose } from "./token.ts";
 
 /** What a capability URL is minted from: a stored wait step. Its deadline is the token's expiry. */
 export interface WaitingStep {
@@ -30,7 +30,7 @@ export class CapabilityUrls {
     tenantId: string,
     taskId: string,
     step: WaitingStep,
-    purpose: "callback" | "approve" | "reject",
+    purpose: TokenPurpose,
     approver?: string,
   ): string {
     return mintToken(this.keyring, {
@@ -52,7 +52,7 @@ export class CapabilityUrls {
     tenantId: string,
     taskId: string,
     step: WaitingStep,
-    purpose: "approve" | "reject",
+    purpose: "approve" | "reject" | "decide",
     approver?: string,
   ): string {
     return `${this.baseUrl()}/v1/approvals/${this.token(tenantId, taskId, step, purpose, approver)}`;

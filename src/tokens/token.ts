@@ -19,7 +19,11 @@ import type { Keyring } from "./keyring.ts";
  * was cancelled, is the caller's check against the store.
  */
 
-export type TokenPurpose = "callback" | "approve" | "reject";
+/**
+ * `approve` and `reject` links decide one way (one-click buttons); a `decide` link takes
+ * either decision in its body (`approval_url`).
+ */
+export type TokenPurpose = "callback" | "approve" | "reject" | "decide";
 
 export interface TokenClaims {
   /** The key that signed the token. */
@@ -42,7 +46,7 @@ export const MAX_TOKEN_LENGTH = 2048;
 /** How long a token lives unless its wait sets another lifetime. */
 export const DEFAULT_TOKEN_LIFETIME_MS = 48 * 60 * 60 * 1000;
 
-const PURPOSES: ReadonlySet<string> = new Set<TokenPurpose>(["callback", "approve", "reject"]);
+const PURPOSES: ReadonlySet<string> = new Set<TokenPurpose>(["callback", "approve", "reject", "decide"]);
 const MAX_TEXT_LENGTH = 256;
 const MAX_KEY_ID_LENGTH = 64;
 /** The last second a `Date` can hold, so `e * 1000` is always a valid time. */
@@ -176,7 +180,7 @@ function payloadProblem(value: unknown): string | undefined {
   if (!isText(p.s)) return `the step id (s) must be 1 to ${MAX_TEXT_LENGTH} characters`;
   if (!Number.isSafeInteger(p.a) || (p.a as number) < 1) return "the attempt (a) must be an integer from 1";
   if (typeof p.p !== "string" || !PURPOSES.has(p.p)) {
-    return 'the purpose (p) must be "callback", "approve" or "reject"';
+    return 'the purpose (p) must be "callback", "approve", "reject" or "decide"';
   }
   if (!Number.isSafeInteger(p.e) || (p.e as number) < 0 || (p.e as number) > MAX_EXPIRY_S) {
     return "the expiry (e) must be a whole number of seconds since the epoch";

@@ -14,6 +14,7 @@ import {
 import type {
   ApprovalDecisionInput,
   ApprovalDecisionRow,
+  CallbackAnswer,
   CallbackDelivery,
   Lease,
   NewWorkItem,
@@ -23,6 +24,10 @@ import type {
 } from "../store.ts";
 import {
   approvalOutput,
+  bodySha256,
+  callbackInboxRow,
+  callbackVerdict,
+  lateResult,
   refusal,
   reminderEvent,
   signalOutput,
@@ -185,37 +190,56 @@ async function lockedStepForToken(c: Ctx, tenantId: string, taskId: string, step
   return step ? { task, step } : null;
 }
 
-export async function completeCallback(c: Ctx, d: CallbackDelivery): Promise<WaitAnswer> {
+export async function completeCallback(c: Ctx, d: CallbackDelivery): Promise<CallbackAnswer> {
   const now = c.clock.now();
+  const sha256 = bodySha256(d.body);
   const found = await lockedStepForToken(c, d.tenantId, d.taskId, d.stepId);
-  const why = refusal(found?.task ?? null, found?.step ?? null, d.attempt, now);
-  const inbox = (status: string, note: string | null) =>
+  const stored = found
+    ? await c.sql.get<{ result_sha256: string | null }>(
+        "SELECT result_sha256 FROM steps WHERE task_id = $1 AND step_id = $2",
+        [d.taskId, d.stepId],
+      )
+    : undefined;
+  const verdict = callbackVerdict(
+    found?.task ?? null,
+    found?.step ?? null,
+    stored?.result_sha256 ?? null,
+    d,
+    sha256,
+    now,
+  );
+  const row = callbackInboxRow(verdict, d, sha256);
+  const inbox = () =>
     c.sql.run(
       `INSERT INTO inbox_events (id, source, provider, event_id, body, status, type, note, received_at, updated_at)
        VALUES ($1, 'callback', 'callback', $2, $3, $4, 'callback', $5, $6, $6)`,
       [
         c.ids.next("evt"),
         `${d.taskId}:${d.stepId}:${d.attempt}:${c.ids.next("cb")}`,
-        d.body,
-        status,
-        note,
+        row.body,
+        row.status,
+        row.note,
         now,
       ],
     );
-  if (why) {
-    if (why === "expired" && found) {
-      // ARCHITECTURE §4.4: kept as a late result, visible but not applied.
-      await c.sql.run("UPDATE steps SET late_output = $1 WHERE task_id = $2 AND step_id = $3", [
-        json({ output: d.output, received_at: new Date(now).toISOString() }),
-        d.taskId,
-        d.stepId,
-      ]);
+  if (verdict) {
+    if (verdict === "expired" && found) {
+      // ARCHITECTURE §4.4: kept as a late result, visible but not applied; only the first, bounded.
+      await c.sql.run(
+        "UPDATE steps SET late_output = $1 WHERE task_id = $2 AND step_id = $3 AND late_output IS NULL",
+        [json(lateResult(d, sha256, now)), d.taskId, d.stepId],
+      );
     }
-    await inbox("ignored", `refused: ${why}`);
-    return why;
+    await inbox();
+    return verdict;
   }
   await endWait(c, found!.task, d.stepId, "succeeded", { output: d.output });
-  await inbox("applied", null);
+  await c.sql.run("UPDATE steps SET result_sha256 = $1 WHERE task_id = $2 AND step_id = $3", [
+    sha256,
+    d.taskId,
+    d.stepId,
+  ]);
+  await inbox();
   return "accepted";
 }
 

@@ -14,6 +14,7 @@ import {
 import type {
   ApprovalDecisionInput,
   ApprovalDecisionRow,
+  CallbackAnswer,
   CallbackDelivery,
   Lease,
   StepRow,
@@ -22,6 +23,10 @@ import type {
 } from "../store.ts";
 import {
   approvalOutput,
+  bodySha256,
+  callbackInboxRow,
+  callbackVerdict,
+  lateResult,
   refusal,
   reminderEvent,
   signalOutput,
@@ -151,37 +156,59 @@ export function stepForToken(c: Ctx, tenantId: string, taskId: string, stepId: s
   return step ? { task, step } : null;
 }
 
-export function completeCallback(c: Ctx, d: CallbackDelivery): WaitAnswer {
+export function completeCallback(c: Ctx, d: CallbackDelivery): CallbackAnswer {
   const now = c.clock.now();
+  const sha256 = bodySha256(d.body);
   const found = stepForToken(c, d.tenantId, d.taskId, d.stepId);
-  const why = refusal(found?.task ?? null, found?.step ?? null, d.attempt, now);
-  const inbox = (status: string, note: string | null) =>
+  const stored = found
+    ? c.sql.get<{ result_sha256: string | null }>(
+        "SELECT result_sha256 FROM steps WHERE task_id = ? AND step_id = ?",
+        d.taskId,
+        d.stepId,
+      )
+    : undefined;
+  const verdict = callbackVerdict(
+    found?.task ?? null,
+    found?.step ?? null,
+    stored?.result_sha256 ?? null,
+    d,
+    sha256,
+    now,
+  );
+  const row = callbackInboxRow(verdict, d, sha256);
+  const inbox = () =>
     c.sql.run(
       `INSERT INTO inbox_events (id, source, provider, event_id, body, status, type, note, received_at, updated_at)
        VALUES (?, 'callback', 'callback', ?, ?, ?, 'callback', ?, ?, ?)`,
       c.ids.next("evt"),
       `${d.taskId}:${d.stepId}:${d.attempt}:${c.ids.next("cb")}`,
-      d.body,
-      status,
-      note,
+      row.body,
+      row.status,
+      row.note,
       now,
       now,
     );
-  if (why) {
-    if (why === "expired" && found) {
-      // ARCHITECTURE §4.4: kept as a late result, visible but not applied.
+  if (verdict) {
+    if (verdict === "expired" && found) {
+      // ARCHITECTURE §4.4: kept as a late result, visible but not applied; only the first, bounded.
       c.sql.run(
-        "UPDATE steps SET late_output = ? WHERE task_id = ? AND step_id = ?",
-        json({ output: d.output, received_at: new Date(now).toISOString() }),
+        "UPDATE steps SET late_output = ? WHERE task_id = ? AND step_id = ? AND late_output IS NULL",
+        json(lateResult(d, sha256, now)),
         d.taskId,
         d.stepId,
       );
     }
-    inbox("ignored", `refused: ${why}`);
-    return why;
+    inbox();
+    return verdict;
   }
   endWait(c, found!.task, d.stepId, "succeeded", { output: d.output });
-  inbox("applied", null);
+  c.sql.run(
+    "UPDATE steps SET result_sha256 = ? WHERE task_id = ? AND step_id = ?",
+    sha256,
+    d.taskId,
+    d.stepId,
+  );
+  inbox();
   return "accepted";
 }
 

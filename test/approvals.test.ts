@@ -1,0 +1,262 @@
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { LonghaulClient } from "../src/client/index.ts";
+import { defineTask } from "../src/core/task-type.ts";
+import { approvalOutcome } from "../src/core/wait.ts";
+import { waitFor } from "./helpers.ts";
+import { type Stack, startStack } from "./stack.ts";
+
+const ended = new Set(["succeeded", "failed", "canceled", "timed_out"]);
+
+async function submit(stack: Stack, type: string, input: unknown = {}) {
+  const r = await stack.api("/v1/tasks", { body: { type, input } });
+  assert.equal(r.status, 202, JSON.stringify(r.body));
+  return r.body.task_id as string;
+}
+const get = async (stack: Stack, id: string) => (await stack.api(`/v1/tasks/${id}`)).body;
+const waitingStep = (stack: Stack, id: string, stepId: string) =>
+  waitFor(
+    async () => {
+      const s = (await get(stack, id)).steps.find((x: { id: string }) => x.id === stepId);
+      return s?.status === "waiting" ? s : null;
+    },
+    10_000,
+    `step ${stepId} of ${id} to wait`,
+  );
+const end = (stack: Stack, id: string) =>
+  waitFor(
+    async () => {
+      const t = await get(stack, id);
+      return ended.has(t.status) ? t : null;
+    },
+    15_000,
+    `task ${id} to end`,
+  );
+const post = async (url: string, body: unknown) => {
+  const r = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  const text = await r.text();
+  return { status: r.status, body: text.startsWith("{") ? JSON.parse(text) : text };
+};
+const page = async (url: string) => {
+  const r = await fetch(url);
+  assert.equal(r.status, 200);
+  return r.text();
+};
+const buttons = (html: string) => [...html.matchAll(/name="decision" value="(\w+)"/g)].map((m) => m[1]);
+const actions = (html: string) => [...new Set([...html.matchAll(/formaction="([^"]+)"/g)].map((m) => m[1]))];
+
+const payment = defineTask(
+  "test.payment-approval",
+  async (_input: { amount: number; customer: string; card_number: string }, step) =>
+    step.approval("pay", {
+      title: "Pay this invoice?",
+      description: "Paid from the operating account.",
+      show: ["amount", "customer"],
+    }),
+);
+const anonymousQuorum = defineTask("test.anonymous-quorum", async (_input, step) =>
+  step.approval("sign-off", { quorum: 2 }),
+);
+
+describe("approval links over HTTP", () => {
+  let stack: Stack;
+  before(async () => {
+    stack = await startStack({ taskTypes: [payment, anonymousQuorum] });
+  });
+  after(() => stack.close());
+
+  test("approval_url rejects with {decision: reject}, and the task resumes with approved: false", async () => {
+    const id = await submit(stack, "demo.approval");
+    const step = await waitingStep(stack, id, "approval");
+    const r = await post(step.approval_url, { decision: "reject", comment: "not now", approver: "erin" });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.deepEqual(r.body, { accepted: true, task_id: id, step_id: "approval", decision: "reject" });
+    const t = await end(stack, id);
+    assert.equal(t.status, "succeeded");
+    assert.deepEqual(t.output, { approved: false, by: "erin", comment: "not now" });
+  });
+
+  test("approval_url approves with {decision: approve}, and each approver's entry has its own approval_url", async () => {
+    const id = await submit(stack, "demo.approval");
+    const step = await waitingStep(stack, id, "approval");
+    assert.equal(step.approvals[0].approval_url, step.approval_url);
+    assert.notEqual(step.approval_url, step.approvals[0].approve_url);
+    const r = await post(step.approval_url, { decision: "approve", approver: "dana" });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.deepEqual((await end(stack, id)).output, { approved: true, by: "dana", comment: null });
+  });
+
+  test("approval_url refuses a missing or unknown decision with 400 VALIDATION_FAILED naming decision", async () => {
+    const id = await submit(stack, "demo.approval");
+    const step = await waitingStep(stack, id, "approval");
+    for (const body of [{}, { decision: "maybe" }, { decision: 1 }, { comment: "no decision" }]) {
+      const r = await post(step.approval_url, body);
+      assert.equal(r.status, 400, JSON.stringify(body));
+      assert.equal(r.body.error.code, "VALIDATION_FAILED");
+      assert.match(r.body.error.message, /decision/);
+    }
+    const t = await get(stack, id);
+    assert.equal(t.status, "waiting", "refused decisions change nothing");
+    assert.equal(t.steps[0].decisions, undefined);
+  });
+
+  test("the page of approval_url offers both decisions; a one-click link's page offers only its own", async () => {
+    const id = await submit(stack, "demo.approval");
+    const step = await waitingStep(stack, id, "approval");
+    const own = (url: string) => new URL(url).pathname;
+    const both = await page(step.approval_url);
+    assert.deepEqual(buttons(both), ["approve", "reject"]);
+    assert.deepEqual(actions(both), [own(step.approval_url)]);
+    const approveOnly = await page(step.approvals[0].approve_url);
+    assert.deepEqual(buttons(approveOnly), ["approve"]);
+    assert.deepEqual(actions(approveOnly), [own(step.approvals[0].approve_url)]);
+    const rejectOnly = await page(step.approvals[0].reject_url);
+    assert.deepEqual(buttons(rejectOnly), ["reject"]);
+    assert.deepEqual(actions(rejectOnly), [own(step.approvals[0].reject_url)]);
+  });
+
+  test("a reject from the page of approval_url is recorded as a reject", async () => {
+    const id = await submit(stack, "demo.approval");
+    const step = await waitingStep(stack, id, "approval");
+    const form = await fetch(step.approval_url, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ decision: "reject", approver: "finn" }).toString(),
+    });
+    assert.equal(form.status, 200);
+    assert.match(await form.text(), /Your decision \(reject\) was recorded/);
+    assert.deepEqual((await end(stack, id)).output, { approved: false, by: "finn", comment: null });
+  });
+
+  test("the client rejects and approves through approval_url", async () => {
+    const client = new LonghaulClient({ baseUrl: stack.url, apiKey: stack.key });
+    const a = await submit(stack, "demo.approval");
+    const first = await waitingStep(stack, a, "approval");
+    const rejected = await client.reject(first.approval_url, { comment: "no", approver: "gil" });
+    assert.equal(rejected.decision, "reject");
+    assert.equal((await end(stack, a)).output.approved, false);
+    const b = await submit(stack, "demo.approval");
+    const second = await waitingStep(stack, b, "approval");
+    assert.equal((await client.approve(second.approval_url)).decision, "approve");
+    assert.equal((await end(stack, b)).output.approved, true);
+  });
+
+  test("a graph approval node with quorum 2 and no approvers is refused at submit", async () => {
+    const r = await stack.api("/v1/tasks", {
+      body: {
+        type: "graph",
+        input: { nodes: [{ id: "review", kind: "approval", with: { quorum: 2 } }] },
+      },
+    });
+    assert.equal(r.status, 400, JSON.stringify(r.body));
+    assert.equal(r.body.error.code, "VALIDATION_FAILED");
+    assert.match(r.body.error.message, /with\.quorum/);
+    assert.match(r.body.error.message, /no approvers/);
+  });
+
+  test("step.approval with quorum 2 and no approvers fails the task with VALIDATION_FAILED, not retried", async () => {
+    const id = await submit(stack, "test.anonymous-quorum");
+    const t = await end(stack, id);
+    assert.equal(t.status, "failed");
+    assert.equal(t.error.code, "VALIDATION_FAILED");
+    assert.match(t.error.message, /no approvers/);
+    assert.equal(t.steps.length, 0, "no wait was registered");
+  });
+
+  test("a graph approval of 2 of 3 named approvers completes once two approve", async () => {
+    const id = await submit(stack, "graph", {
+      nodes: [
+        {
+          id: "review",
+          kind: "approval",
+          with: { approvers: ["ana", "ben", "cy"], quorum: 2, title: "Publish?" },
+        },
+      ],
+    });
+    const step = await waitingStep(stack, id, "review");
+    assert.equal(step.quorum, 2);
+    const link = (who: string) => step.approvals.find((a: { approver: string }) => a.approver === who);
+    assert.equal((await post(link("ben").approval_url, { decision: "reject" })).status, 200);
+    assert.equal((await post(link("ana").approval_url, { decision: "approve" })).status, 200);
+    assert.equal((await get(stack, id)).status, "waiting", "one approval of two is not enough");
+    assert.equal((await post(link("cy").approve_url, {})).status, 200);
+    const t = await end(stack, id);
+    assert.equal(t.status, "succeeded", JSON.stringify(t.error));
+    assert.equal(t.output.nodes.review.approved, true);
+    assert.equal(t.output.nodes.review.by, "cy");
+  });
+
+  test("the approval page shows title, description and the opted-in input fields, never the rest", async () => {
+    const id = await submit(stack, "test.payment-approval", {
+      amount: 1250,
+      customer: "Acme Widgets",
+      card_number: "4111-1111-SECRET-1111",
+    });
+    const step = await waitingStep(stack, id, "pay");
+    for (const url of [step.approval_url, step.approvals[0].approve_url]) {
+      const html = await page(url);
+      assert.match(html, /Pay this invoice\?/);
+      assert.match(html, /Paid from the operating account\./);
+      assert.match(html, /Acme Widgets/);
+      assert.match(html, /1250/);
+      assert.doesNotMatch(html, /SECRET/);
+      assert.doesNotMatch(html, /card_number/);
+    }
+  });
+
+  test("a graph approval shows only the graph input fields named in with.show", async () => {
+    const id = await submit(stack, "graph", {
+      input: { amount: 99, token: "tok-SECRET" },
+      nodes: [{ id: "review", kind: "approval", with: { title: "Refund?", show: ["amount"] } }],
+    });
+    const step = await waitingStep(stack, id, "review");
+    const html = await page(step.approval_url);
+    assert.match(html, /Refund\?/);
+    assert.match(html, /<dt>input\.amount<\/dt><dd><pre>99<\/pre>/);
+    assert.doesNotMatch(html, /SECRET/);
+    const bad = await stack.api("/v1/tasks", {
+      body: {
+        type: "graph",
+        input: { nodes: [{ id: "review", kind: "approval", with: { show: "amount" } }] },
+      },
+    });
+    assert.equal(bad.status, 400);
+    assert.match(bad.body.error.message, /with\.show/);
+  });
+
+  test("the approval page shows no task input unless the step opts in", async () => {
+    const id = await submit(stack, "demo.approval", { secret_note: "do-not-show-SECRET" });
+    const step = await waitingStep(stack, id, "approval");
+    const html = await page(step.approval_url);
+    assert.doesNotMatch(html, /SECRET/);
+  });
+});
+
+test("an approval stored with quorum 2 and no approvers is decided without a crash", () => {
+  const config = {
+    approvers: [],
+    quorum: 2,
+    onTimeout: null,
+    title: null,
+    description: null,
+    remindAfterMs: null,
+    escalateAfterMs: null,
+    escalateTo: [],
+  };
+  const d = (approver: string, decision: "approve" | "reject") => ({ approver, decision, comment: null });
+  assert.equal(approvalOutcome(config, [d("a", "approve")]), null);
+  assert.deepEqual(approvalOutcome(config, [d("a", "approve"), d("b", "approve")]), {
+    approved: true,
+    by: "b",
+    comment: null,
+  });
+  assert.deepEqual(approvalOutcome(config, [d("a", "approve"), d("b", "reject")]), {
+    approved: false,
+    by: "b",
+    comment: null,
+  });
+});
