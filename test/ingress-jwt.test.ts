@@ -322,6 +322,13 @@ describe("jwt body binding", () => {
 
   test("Google's issuer needs no body hash by default, but can be made to require one", async () => {
     await check(source(), `Bearer ${await token(rsa)}`);
+    const gemini = "https://generativelanguage.googleapis.com";
+    await check(source({ issuer: gemini }), `Bearer ${await token(rsa, { iss: gemini })}`);
+    const lookalike = "https://google.com.sender.example";
+    await assert.rejects(
+      check(source({ issuer: lookalike }), `Bearer ${await token(rsa, { iss: lookalike })}`),
+      refusedWith("SIGNATURE_INVALID", '"body_sha256"'),
+    );
     await assert.rejects(
       check(source({ body_hash_claim: "body_sha256" }), `Bearer ${await token(rsa)}`),
       refusedWith("SIGNATURE_INVALID", '"body_sha256"'),
