@@ -185,6 +185,18 @@ describe("webhook ingress over HTTP, every scheme", () => {
     assert.equal(applies.n, 1, "applied once");
   });
 
+  test("a jwt token bound to one body is refused with another, and records nothing", async () => {
+    const signedFor = Buffer.from('{"id":"evt_bound","type":"job.running","data":{"job_id":"j"}}');
+    const other = Buffer.from('{"id":"evt_swapped","type":"job.succeeded","data":{"job_id":"j"}}');
+    const headers = { "content-type": "application/json", ...(await stack.senders.jwt!(signedFor, nowS())) };
+    const before = stack.inboxCount("jwt");
+    const r = await post(`${stack.url}/hooks/jwt`, headers, other);
+    assert.equal(r.status, 401);
+    assert.equal(r.body.error.code, "SIGNATURE_INVALID");
+    assert.match(r.body.error.message, /body_sha256/);
+    assert.equal(stack.inboxCount("jwt"), before);
+  });
+
   test("a request signed for one scheme is refused by every other", async () => {
     const body = Buffer.from('{"id":"evt_cross"}');
     const before = stack.inboxCount();
