@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import { Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
+import { pino } from "pino";
 import { signStandardWebhook } from "../src/ingress/standard-webhooks.ts";
 import { type IngressStack, rawRequest, startIngressStack } from "./ingress-stack.ts";
 import { SIM_SECRET, type Stack, startStack } from "./stack.ts";
@@ -105,8 +107,17 @@ describe("webhook ingress over HTTP, on the whole stack", () => {
 
 describe("webhook ingress over HTTP, every scheme", () => {
   let stack: IngressStack;
+  /** What the server logged, one parsed JSON line each. */
+  const logged: Record<string, unknown>[] = [];
   before(async () => {
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString("utf8").split("\n")) if (line) logged.push(JSON.parse(line));
+        done();
+      },
+    });
     stack = await startIngressStack({
+      logger: pino({ level: "info" }, sink),
       tinyLimit: 1024,
       extra: {
         "jwt-down": {
@@ -183,6 +194,20 @@ describe("webhook ingress over HTTP, every scheme", () => {
       .prepare("SELECT count(*) AS n FROM work_items WHERE kind = 'apply_event' AND payload LIKE ?")
       .get(`%${rows[0]!.id}%`) as { n: number };
     assert.equal(applies.n, 1, "applied once");
+    const deliveries = logged
+      .filter(
+        (l) =>
+          l.source === "github" && l.eventId === `sha256:${createHash("sha256").update(body).digest("hex")}`,
+      )
+      .map((l) => [l.deliveryId, l.duplicate]);
+    assert.deepEqual(
+      deliveries,
+      [
+        ["72d3162e-cc78-11e3-81ab-4c9367dc0958", false],
+        ["a-new-delivery-id", true],
+      ],
+      "each delivery id is logged next to the event id it was deduped on",
+    );
   });
 
   test("a jwt token bound to one body is refused with another, and records nothing", async () => {
