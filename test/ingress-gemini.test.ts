@@ -174,4 +174,18 @@ describe("Gemini per-request (dynamic) webhooks", () => {
     // The same delivery is what the static source takes.
     assert.deepEqual((await post("gemini-static", headers, body)).body, { received: true, duplicate: false });
   });
+
+  test("a per-request (JWT) delivery sent to the static source is refused, naming the fix", async () => {
+    const headers = {
+      "webhook-id": "wh_b7",
+      "webhook-timestamp": String(nowS()),
+      "webhook-signature": `v1,${await googleToken()}`,
+    };
+    const refused = await post("gemini-static", headers, envelope("b7"));
+    assert.equal(refused.status, 401);
+    const error = refused.body.error as { code: string; message: string };
+    assert.equal(error.code, "SIGNATURE_INVALID");
+    assert.match(error.message, /scheme jwt/);
+    assert.equal((await post("gemini", headers, envelope("b7"))).status, 200);
+  });
 });
