@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
+import { pino } from "pino";
 import { signStandardWebhook } from "../src/ingress/standard-webhooks.ts";
 import { type IngressStack, rawRequest, startIngressStack } from "./ingress-stack.ts";
 import { SIM_SECRET, type Stack, startStack } from "./stack.ts";
@@ -104,8 +107,17 @@ describe("webhook ingress over HTTP, on the whole stack", () => {
 
 describe("webhook ingress over HTTP, every scheme", () => {
   let stack: IngressStack;
+  /** What the server logged, one parsed JSON line each. */
+  const logged: Record<string, unknown>[] = [];
   before(async () => {
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString("utf8").split("\n")) if (line) logged.push(JSON.parse(line));
+        done();
+      },
+    });
     stack = await startIngressStack({
+      logger: pino({ level: "info" }, sink),
       tinyLimit: 1024,
       extra: {
         "jwt-down": {
@@ -144,12 +156,70 @@ describe("webhook ingress over HTTP, every scheme", () => {
     assert.deepEqual(eventIds("stripe"), ["evt_42"]);
     assert.deepEqual(eventIds("goog-hmac"), ["evt_42"]);
     assert.deepEqual(eventIds("slack"), ["Ev42"]);
-    assert.match(eventIds("github")[0]!, /^[0-9a-f]{40}$/);
+    assert.match(
+      eventIds("github")[0]!,
+      /^sha256:[0-9a-f]{64}$/,
+      "GitHub deliveries are deduped on the body",
+    );
     assert.match(
       eventIds("jwt")[0]!,
       /^sha256:[0-9a-f]{64}$/,
       "a token without jti falls back to the body hash",
     );
+  });
+
+  test("a GitHub delivery replayed under another X-GitHub-Delivery, or none, is a duplicate recorded and applied once", async () => {
+    const body = Buffer.from('{"action":"completed","workflow_run":{"id":30433642}}');
+    const signed = await stack.senders.github!(body, nowS());
+    const deliver = (delivery: string | undefined) => {
+      const headers: Record<string, string> = { "content-type": "application/json", ...signed };
+      if (delivery === undefined) delete headers["x-github-delivery"];
+      else headers["x-github-delivery"] = delivery;
+      return post(`${stack.url}/hooks/github`, headers, body);
+    };
+    assert.deepEqual((await deliver("72d3162e-cc78-11e3-81ab-4c9367dc0958")).body, {
+      received: true,
+      duplicate: false,
+    });
+    for (const replay of ["a-new-delivery-id", undefined]) {
+      const r = await deliver(replay);
+      assert.equal(r.status, 200);
+      assert.deepEqual(r.body, { received: true, duplicate: true }, String(replay));
+    }
+    const rows = stack.store.db
+      .prepare("SELECT id FROM inbox_events WHERE source = 'github' AND event_id = ?")
+      .all(`sha256:${createHash("sha256").update(body).digest("hex")}`) as { id: string }[];
+    assert.equal(rows.length, 1, "recorded once");
+    const applies = stack.store.db
+      .prepare("SELECT count(*) AS n FROM work_items WHERE kind = 'apply_event' AND payload LIKE ?")
+      .get(`%${rows[0]!.id}%`) as { n: number };
+    assert.equal(applies.n, 1, "applied once");
+    const deliveries = logged
+      .filter(
+        (l) =>
+          l.source === "github" && l.eventId === `sha256:${createHash("sha256").update(body).digest("hex")}`,
+      )
+      .map((l) => [l.deliveryId, l.duplicate]);
+    assert.deepEqual(
+      deliveries,
+      [
+        ["72d3162e-cc78-11e3-81ab-4c9367dc0958", false],
+        ["a-new-delivery-id", true],
+      ],
+      "each delivery id is logged next to the event id it was deduped on",
+    );
+  });
+
+  test("a jwt token bound to one body is refused with another, and records nothing", async () => {
+    const signedFor = Buffer.from('{"id":"evt_bound","type":"job.running","data":{"job_id":"j"}}');
+    const other = Buffer.from('{"id":"evt_swapped","type":"job.succeeded","data":{"job_id":"j"}}');
+    const headers = { "content-type": "application/json", ...(await stack.senders.jwt!(signedFor, nowS())) };
+    const before = stack.inboxCount("jwt");
+    const r = await post(`${stack.url}/hooks/jwt`, headers, other);
+    assert.equal(r.status, 401);
+    assert.equal(r.body.error.code, "SIGNATURE_INVALID");
+    assert.match(r.body.error.message, /body_sha256/);
+    assert.equal(stack.inboxCount("jwt"), before);
   });
 
   test("a request signed for one scheme is refused by every other", async () => {

@@ -21,6 +21,7 @@ const NOW_S = 1_767_225_600;
 const ISSUER = "https://accounts.google.com";
 const AUDIENCE = "https://hooks.example.com/hooks/pubsub";
 const BODY = Buffer.from('{"message":{"data":"eyJqb2JfaWQiOiJqb2JfMSJ9","messageId":"1"}}');
+const BODY_SHA256 = createHash("sha256").update(BODY).digest("hex");
 
 interface Signer {
   kid: string;
@@ -102,14 +103,14 @@ function refusedWith(code: ErrorCode, messageIncludes?: string): (err: unknown) 
 }
 
 describe("jwt verification", () => {
-  test("an RS256 token checked against a JWKS served over HTTP is accepted, with jti and iat", async () => {
+  test("an RS256 token checked against a JWKS served over HTTP is accepted, with jti, body hash and iat", async () => {
     const verified = await check(source(), `Bearer ${await token(rsa)}`);
-    assert.deepEqual(verified, { eventId: "msg-1", timestampS: NOW_S });
+    assert.deepEqual(verified, { eventId: `jwt:msg-1:${BODY_SHA256}`, timestampS: NOW_S });
   });
 
   test("an ES256 token checked against an inline JWKS is accepted", async () => {
     const inline = source({ jwks_url: undefined, jwks });
-    assert.equal((await check(inline, `Bearer ${await token(ec)}`)).eventId, "msg-1");
+    assert.equal((await check(inline, `Bearer ${await token(ec)}`)).eventId, `jwt:msg-1:${BODY_SHA256}`);
   });
 
   test("the remote JWKS is fetched once and reused across requests", async () => {
@@ -247,6 +248,105 @@ describe("jwt verification", () => {
   });
 });
 
+describe("jwt token age", () => {
+  test("a token without iat is refused as invalid, naming the claim", async () => {
+    await assert.rejects(
+      check(source(), `Bearer ${await token(rsa, { iat: undefined })}`),
+      refusedWith("SIGNATURE_INVALID", '"iat"'),
+    );
+  });
+
+  test("a token older than max_age_s plus the tolerance is refused; one just within is accepted", async () => {
+    // Default max_age_s 300, tolerance 60: iat may be up to 360 s old.
+    await check(source(), `Bearer ${await token(rsa, { iat: NOW_S - 360 })}`);
+    await assert.rejects(
+      check(source(), `Bearer ${await token(rsa, { iat: NOW_S - 361 })}`),
+      refusedWith("TIMESTAMP_OUT_OF_TOLERANCE", "max_age_s"),
+    );
+    const strict = source({ max_age_s: 30 });
+    await check(strict, `Bearer ${await token(rsa, { iat: NOW_S - 90 })}`);
+    await assert.rejects(
+      check(strict, `Bearer ${await token(rsa, { iat: NOW_S - 91 })}`),
+      refusedWith("TIMESTAMP_OUT_OF_TOLERANCE", "max_age_s"),
+    );
+  });
+
+  test("a token issued in the future beyond the tolerance is refused; within it, accepted", async () => {
+    await check(source(), `Bearer ${await token(rsa, { iat: NOW_S + 60 })}`);
+    await assert.rejects(
+      check(source(), `Bearer ${await token(rsa, { iat: NOW_S + 61 })}`),
+      refusedWith("TIMESTAMP_OUT_OF_TOLERANCE", "future"),
+    );
+  });
+
+  test("an iat that is not a number is refused as invalid", async () => {
+    await assert.rejects(
+      check(source(), `Bearer ${await token(rsa, { iat: String(NOW_S) as unknown as number })}`),
+      refusedWith("SIGNATURE_INVALID", '"iat"'),
+    );
+  });
+});
+
+describe("jwt body binding", () => {
+  const SENDER = "https://sender.example";
+  const sender = (over: Partial<SourceConfig> = {}) => source({ issuer: SENDER, ...over });
+  const signedBy = (claims: JWTPayload = {}) => token(rsa, { iss: SENDER, ...claims });
+  const base64url = createHash("sha256").update(BODY).digest("base64url");
+
+  test("a sender that is not Google must put the body's SHA-256 in body_sha256 by default", async () => {
+    await assert.rejects(
+      check(sender(), `Bearer ${await signedBy()}`),
+      refusedWith("SIGNATURE_INVALID", '"body_sha256"'),
+    );
+    await check(sender(), `Bearer ${await signedBy({ body_sha256: BODY_SHA256 })}`);
+    await check(sender(), `Bearer ${await signedBy({ body_sha256: base64url })}`);
+  });
+
+  test("a token bound to one body is refused with another", async () => {
+    const bound = `Bearer ${await signedBy({ body_sha256: BODY_SHA256 })}`;
+    await assert.rejects(
+      check(sender(), bound, Buffer.from('{"message":{"data":"e30=","messageId":"2"}}')),
+      refusedWith("SIGNATURE_INVALID", "body_sha256"),
+    );
+  });
+
+  test("body_hash_claim names another claim, and false turns the requirement off", async () => {
+    const plaidStyle = sender({ body_hash_claim: "request_body_sha256" });
+    await check(plaidStyle, `Bearer ${await signedBy({ request_body_sha256: BODY_SHA256 })}`);
+    await assert.rejects(
+      check(plaidStyle, `Bearer ${await signedBy({ body_sha256: BODY_SHA256 })}`),
+      refusedWith("SIGNATURE_INVALID", '"request_body_sha256"'),
+    );
+    await check(sender({ body_hash_claim: false }), `Bearer ${await signedBy()}`);
+  });
+
+  test("Google's issuer needs no body hash by default, but can be made to require one", async () => {
+    await check(source(), `Bearer ${await token(rsa)}`);
+    const gemini = "https://generativelanguage.googleapis.com";
+    await check(source({ issuer: gemini }), `Bearer ${await token(rsa, { iss: gemini })}`);
+    const lookalike = "https://google.com.sender.example";
+    await assert.rejects(
+      check(source({ issuer: lookalike }), `Bearer ${await token(rsa, { iss: lookalike })}`),
+      refusedWith("SIGNATURE_INVALID", '"body_sha256"'),
+    );
+    await assert.rejects(
+      check(source({ body_hash_claim: "body_sha256" }), `Bearer ${await token(rsa)}`),
+      refusedWith("SIGNATURE_INVALID", '"body_sha256"'),
+    );
+  });
+
+  test("the same jti with another body is another event; the same token and body, the same one", async () => {
+    const authorization = `Bearer ${await token(rsa, { jti: "msg-7" })}`;
+    const other = Buffer.from('{"message":{"data":"e30=","messageId":"7"}}');
+    const first = await check(source(), authorization);
+    const again = await check(source(), authorization);
+    const changed = await check(source(), authorization, other);
+    assert.equal(first.eventId, `jwt:msg-7:${BODY_SHA256}`);
+    assert.equal(again.eventId, first.eventId);
+    assert.equal(changed.eventId, `jwt:msg-7:${createHash("sha256").update(other).digest("hex")}`);
+  });
+});
+
 describe("jwt source configuration", () => {
   const build = (over: Partial<SourceConfig>) => () =>
     buildSource("pubsub", {
@@ -273,6 +373,27 @@ describe("jwt source configuration", () => {
     assert.throws(build({ issuer: undefined }), refusedWith("CONFIG_INVALID", "issuer"));
     assert.throws(build({ audience: "" }), refusedWith("CONFIG_INVALID", "audience"));
     assert.throws(build({ audience: [] }), refusedWith("CONFIG_INVALID", "audience"));
+  });
+
+  test("max_age_s must be a whole number of seconds, 1 or more", () => {
+    for (const max_age_s of [0, -1, 1.5, "300", Number.NaN]) {
+      assert.throws(
+        build({ max_age_s: max_age_s as number }),
+        refusedWith("CONFIG_INVALID", "max_age_s"),
+        String(max_age_s),
+      );
+    }
+    assert.equal(build({ max_age_s: 3600 })().scheme, "jwt");
+  });
+
+  test("body_hash_claim must name a claim or be false", () => {
+    for (const body_hash_claim of ["", true, 42, "a claim"]) {
+      assert.throws(
+        build({ body_hash_claim: body_hash_claim as string }),
+        refusedWith("CONFIG_INVALID", "body_hash_claim"),
+        String(body_hash_claim),
+      );
+    }
   });
 
   test('"none" and HMAC algorithms cannot be configured', () => {

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
 import Stripe from "stripe";
@@ -130,7 +131,7 @@ const hmacCases: HmacCase[] = [
     }),
     signatureHeader: "x-hub-signature-256",
     timestampHeader: null,
-    eventId: "72d3162e-cc78-11e3-81ab-4c9367dc0958",
+    eventId: `sha256:${createHash("sha256").update(BODY).digest("hex")}`,
   },
   {
     scheme: "goog-hmac",
@@ -171,7 +172,10 @@ for (const c of hmacCases) {
 
     test("a correctly signed request is accepted with its event id", async () => {
       const verified = await check(source(), signed());
-      assert.deepEqual(verified, { eventId: c.eventId, timestampS: signsTime ? NOW_S : null });
+      assert.deepEqual(
+        { eventId: verified.eventId, timestampS: verified.timestampS },
+        { eventId: c.eventId, timestampS: signsTime ? NOW_S : null },
+      );
     });
 
     test("a request missing each signature header is refused as missing a signature", async () => {
@@ -366,9 +370,22 @@ describe("github specifics", () => {
     }
   });
 
-  test("without X-GitHub-Delivery the event id is left to the body hash", async () => {
-    const req = request({ "x-hub-signature-256": signGithub({ body: BODY, secret: SECRET }) });
-    assert.deepEqual(await check(source(), req), { eventId: null, timestampS: null });
+  test("the event id is the body hash whatever X-GitHub-Delivery says, which is kept as the delivery id", async () => {
+    const eventId = `sha256:${createHash("sha256").update(BODY).digest("hex")}`;
+    const signature = signGithub({ body: BODY, secret: SECRET });
+    const delivered = (delivery?: string) =>
+      check(source(), request({ "x-hub-signature-256": signature, "x-github-delivery": delivery }));
+    assert.deepEqual(await delivered("72d3162e-cc78-11e3-81ab-4c9367dc0958"), {
+      eventId,
+      timestampS: null,
+      deliveryId: "72d3162e-cc78-11e3-81ab-4c9367dc0958",
+    });
+    assert.deepEqual(await delivered("another-delivery-id"), {
+      eventId,
+      timestampS: null,
+      deliveryId: "another-delivery-id",
+    });
+    assert.deepEqual(await delivered(undefined), { eventId, timestampS: null });
   });
 });
 

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
+import type { Logger } from "pino";
 import { createLonghaul, type Longhaul } from "../src/app.ts";
 import { signGithub } from "../src/ingress/github.ts";
 import { signGoogHmac } from "../src/ingress/goog-hmac.ts";
@@ -35,7 +36,7 @@ export const JWT_AUDIENCE = "https://hooks.example/hooks/jwt";
  * for every scheme, a `tiny` one whose body limit is `tinyLimit` bytes, and any `extra`.
  */
 export async function startIngressStack(
-  opts: { tinyLimit?: number; extra?: Record<string, SourceConfig> } = {},
+  opts: { tinyLimit?: number; extra?: Record<string, SourceConfig>; logger?: Logger } = {},
 ): Promise<IngressStack> {
   const tmp = tempDir("longhaul-ingress-");
   const store = new SqliteStore({ path: join(tmp.dir, "longhaul.db") });
@@ -94,7 +95,7 @@ export async function startIngressStack(
   };
   let app: Longhaul | null = null;
   try {
-    app = await createLonghaul({ store, logger: quietLog(), role: "api", sources });
+    app = await createLonghaul({ store, logger: opts.logger ?? quietLog(), role: "api", sources });
     const url = await app.listen({ port: 0 });
     const running = app;
     return {

@@ -1,9 +1,8 @@
-import { createHash } from "node:crypto";
 import { type Readable, Transform } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import type { Clock } from "../core/clock.ts";
 import { LonghaulError } from "../core/errors.ts";
-import { jsonBody } from "../ingress/scheme.ts";
+import { bodyEventId, jsonBody } from "../ingress/scheme.ts";
 import type { Source } from "../ingress/sources.ts";
 import type { Store } from "../store/store.ts";
 import type { Metrics } from "./metrics.ts";
@@ -55,8 +54,14 @@ export function hooksRoutes(
           "The signature is valid but the body is not JSON; the sender must post a JSON event.",
         );
       }
-      const eventId = verified.eventId ?? `sha256:${createHash("sha256").update(body).digest("hex")}`;
+      const eventId = verified.eventId ?? bodyEventId(body);
       const r = await store.recordEvent({ source: source.name, provider: source.provider, eventId, body });
+      if (verified.deliveryId) {
+        req.log.info(
+          { source: source.name, eventId, deliveryId: verified.deliveryId, duplicate: r.duplicate },
+          "webhook delivery id, deduped on the body hash",
+        );
+      }
       metrics?.webhooks.inc({ source: source.name, result: r.duplicate ? "duplicate" : "accepted" });
       return reply.status(200).send({ received: true, duplicate: r.duplicate });
     });

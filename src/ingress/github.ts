@@ -2,6 +2,7 @@ import { createHmac, type KeyObject } from "node:crypto";
 import { LonghaulError } from "../core/errors.ts";
 import {
   anyEqual,
+  bodyEventId,
   bytesOf,
   header,
   requireHeaders,
@@ -16,9 +17,12 @@ import {
 /**
  * GitHub (docs.github.com, "Validating webhook deliveries"): `X-Hub-Signature-256:
  * sha256=<hex>`, the HMAC-SHA256 of the raw body keyed with the secret as UTF-8. GitHub signs
- * no timestamp, so there is no replay window: a replayed delivery keeps its
- * `X-GitHub-Delivery` id, which is the event id the inbox dedupes on. The legacy SHA-1
- * `X-Hub-Signature` is never accepted.
+ * no timestamp and not `X-GitHub-Delivery`, so a captured delivery stays valid forever and
+ * its delivery id can be changed or dropped at will. The inbox therefore dedupes on the body
+ * itself (`sha256:<hex>`): the same signed bytes are recorded once whatever delivery id they
+ * come under, for as long as the inbox remembers event ids (`inbox.dedupe_horizon_s`). The
+ * delivery id is still passed on to be logged. The legacy SHA-1 `X-Hub-Signature` is never
+ * accepted.
  */
 
 const NAME = "github";
@@ -52,7 +56,12 @@ function verifyGithub(req: VerifyRequest, keys: readonly KeyObject[]): Verified 
       { details: { scheme: NAME } },
     );
   }
-  return { eventId: header(req.headers, "x-github-delivery") || null, timestampS: null };
+  const delivery = header(req.headers, "x-github-delivery");
+  return {
+    eventId: bodyEventId(req.body),
+    timestampS: null,
+    ...(delivery ? { deliveryId: delivery.slice(0, 200) } : {}),
+  };
 }
 
 function mac(key: KeyObject | string, body: Buffer): string {

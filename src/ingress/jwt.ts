@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import {
   createLocalJWKSet,
   createRemoteJWKSet,
@@ -10,10 +9,11 @@ import {
 } from "jose";
 import { LonghaulError } from "../core/errors.ts";
 import {
-  requireHeaders,
+  anyEqual,
+  bodySha256,
+  header,
   type Scheme,
   type SchemeSource,
-  timingSafeEqualStr,
   toleranceOf,
   type Verified,
   type Verifier,
@@ -21,14 +21,25 @@ import {
 } from "./scheme.ts";
 
 /**
- * A signed JWT in `Authorization: Bearer <token>`, as sent by Pub/Sub push subscriptions
- * and Gemini per-request webhooks. The token is checked against a JWKS, fetched from
- * `jwks_url` (cached, refetched at most every 30 s when an unknown key id shows up) or given
- * inline as `jwks`. The algorithms are pinned to asymmetric ones, so neither `none` nor an
- * HMAC keyed with a public key can pass; `iss`, `aud` and `exp` are required and checked,
- * with the source's tolerance as clock skew. An optional `body_sha256` claim binds the token
- * to the raw body; without it (Pub/Sub push does not send one) the token authenticates the
- * sender, not the bytes. The event id is the token's `jti`.
+ * A signed JWT, as sent by Pub/Sub push subscriptions (`Authorization: Bearer <token>`) and
+ * by Gemini's per-request (dynamic) webhooks, which keep the Standard Webhooks headers and
+ * put the token in `webhook-signature` (a `v1,`-style prefix is dropped). The token is
+ * checked against a JWKS, fetched from `jwks_url` (cached, refetched at most every 30 s when
+ * an unknown key id shows up) or given inline as `jwks`. The algorithms are pinned to
+ * asymmetric ones, so neither `none` nor an HMAC keyed with a public key can pass.
+ *
+ * A token is not bound to a request by its signature alone, so the scheme also requires:
+ * - `iss`, `aud`, `exp` and `iat`, with the token no older than `max_age_s` (default 300 s)
+ *   and its `iat` not in the future, both with the source's tolerance as clock skew, so a
+ *   captured token is good for minutes, not for the hour Google's tokens live;
+ * - the SHA-256 of the raw body in the claim `body_hash_claim` (default `body_sha256`; off
+ *   for Google's issuers, whose tokens carry none), so a captured token cannot carry
+ *   another body. When it is off, a `body_sha256` claim is still checked if present.
+ *
+ * The event id is `webhook-id` for a token from `webhook-signature` (Gemini keeps it across
+ * retries, each of which may carry a fresh token); else `jwt:<jti>:<sha256 of the body>`, so
+ * the same token and body are one event while the same `jti` with another body is not
+ * silently dropped as its duplicate; else the body hash.
  */
 
 const NAME = "jwt";
@@ -37,7 +48,13 @@ const ASYMMETRIC = new Set([
   ...["RS256", "RS384", "RS512", "PS256", "PS384", "PS512"],
   ...["ES256", "ES384", "ES512", "EdDSA", "Ed25519"],
 ]);
+export const DEFAULT_MAX_AGE_S = 300;
+export const DEFAULT_BODY_HASH_CLAIM = "body_sha256";
+/** Hosts of the issuers whose tokens carry no body hash: Pub/Sub push and Gemini. */
+const GOOGLE_ISSUER_HOST = /(^|\.)(google\.com|googleapis\.com)$/;
 const BEARER = /^Bearer +(\S+) *$/i;
+/** More entries than this in webhook-signature are not looked at: each costs a verification. */
+const MAX_SIGNATURE_ENTRIES = 4;
 /** Key-resolution failures that are the token's doing, not the key set's. */
 const TOKEN_KEY_ERRORS = new Set([
   errors.JWKSNoMatchingKey.code,
@@ -51,114 +68,171 @@ interface Checks {
   issuer: string | string[];
   audience: string | string[];
   toleranceS: number;
+  maxAgeS: number;
+  /** The claim that must hold the body's SHA-256, or null when none is required. */
+  bodyHashClaim: string | null;
 }
+
+/** Where the token came from, which decides the event id and the wording of refusals. */
+type Carrier = "webhook-signature" | "Authorization";
 
 export const jwt: Scheme = {
   name: NAME,
   create(source: SchemeSource): Verifier {
+    const issuer = expectedClaim(source, "issuer");
     const checks: Checks = {
       keys: keySetOf(source),
       algorithms: algorithmsOf(source),
-      issuer: expectedClaim(source, "issuer"),
+      issuer,
       audience: expectedClaim(source, "audience"),
       toleranceS: toleranceOf(source),
+      maxAgeS: maxAgeOf(source),
+      bodyHashClaim: bodyHashClaimOf(source, issuer),
     };
     return { verify: (req) => verifyJwt(req, checks) };
   },
 };
 
 async function verifyJwt(req: VerifyRequest, checks: Checks): Promise<Verified> {
-  const [authorization] = requireHeaders(
-    req.headers,
-    ["authorization"],
-    NAME,
-    "a JWT sender sets Authorization: Bearer <token>",
-  );
-  const token = BEARER.exec(authorization)?.[1];
-  if (!token) {
-    throw new LonghaulError(
-      "SIGNATURE_MISSING",
-      "Authorization holds no Bearer token; the sender must send Authorization: Bearer <JWT>.",
-      { details: { scheme: NAME } },
-    );
+  const { tokens, carrier } = tokensOf(req.headers);
+  let payload: JWTPayload | null = null;
+  let firstRefusal: LonghaulError | null = null;
+  for (const token of tokens) {
+    try {
+      ({ payload } = await jwtVerify(token, checks.keys, {
+        algorithms: checks.algorithms,
+        issuer: checks.issuer,
+        audience: checks.audience,
+        requiredClaims: ["exp", "iat"],
+        maxTokenAge: checks.maxAgeS,
+        clockTolerance: checks.toleranceS,
+        currentDate: new Date(req.nowMs),
+      }));
+      break;
+    } catch (err) {
+      const refused = refusal(err, carrier, checks);
+      if (refused.code === "JWKS_UNAVAILABLE") throw refused;
+      firstRefusal ??= refused;
+    }
   }
-  let payload: JWTPayload;
-  try {
-    ({ payload } = await jwtVerify(token, checks.keys, {
-      algorithms: checks.algorithms,
-      issuer: checks.issuer,
-      audience: checks.audience,
-      requiredClaims: ["exp"],
-      clockTolerance: checks.toleranceS,
-      currentDate: new Date(req.nowMs),
-    }));
-  } catch (err) {
-    throw refusal(err);
-  }
-  checkBodyHash(payload, req.body);
+  if (!payload) throw firstRefusal!;
+  checkBodyHash(payload, req.body, checks.bodyHashClaim);
+  const webhookId = carrier === "webhook-signature" ? header(req.headers, "webhook-id") : undefined;
+  const jti = typeof payload.jti === "string" && payload.jti ? payload.jti : null;
   return {
-    eventId: typeof payload.jti === "string" && payload.jti ? payload.jti : null,
-    timestampS:
-      typeof payload.iat === "number" && Number.isFinite(payload.iat) ? Math.floor(payload.iat) : null,
+    eventId: webhookId || (jti ? `jwt:${jti}:${bodySha256(req.body)}` : null),
+    // jose has checked that iat is a number.
+    timestampS: Math.floor(payload.iat as number),
   };
 }
 
-function checkBodyHash(payload: JWTPayload, body: Buffer): void {
-  const claimed = payload.body_sha256;
-  if (claimed === undefined) return;
-  const actual = createHash("sha256").update(body).digest("hex");
-  if (typeof claimed !== "string" || !timingSafeEqualStr(claimed, actual)) {
+/**
+ * The candidate tokens of a request: the entries of `webhook-signature` that look like a
+ * compact JWS, each without its `version,` prefix; else the Bearer token of Authorization.
+ */
+function tokensOf(headers: VerifyRequest["headers"]): { tokens: string[]; carrier: Carrier } {
+  const signature = header(headers, "webhook-signature");
+  if (signature) {
+    const tokens = signature
+      .split(" ")
+      .filter((entry) => entry !== "")
+      .slice(0, MAX_SIGNATURE_ENTRIES)
+      .map((entry) => entry.slice(entry.lastIndexOf(",") + 1))
+      .filter((entry) => entry.split(".").length === 3);
+    if (tokens.length > 0) return { tokens, carrier: "webhook-signature" };
+  }
+  const authorization = header(headers, "authorization");
+  const bearer = authorization ? BEARER.exec(authorization)?.[1] : undefined;
+  if (bearer) return { tokens: [bearer], carrier: "Authorization" };
+  if (signature) {
     throw new LonghaulError(
       "SIGNATURE_INVALID",
-      "The token's body_sha256 claim is not the SHA-256 of this body: the body was changed after signing, or the sender hashed something else (it must be the hex digest of the exact bytes sent).",
+      "webhook-signature holds no JWT. A Gemini project (static) webhook is signed with HMAC: configure its source with scheme standard-webhooks and the whsec_ secret; scheme jwt is for per-request (dynamic) webhooks, whose webhook-signature is a JWT.",
+      { details: { scheme: NAME } },
+    );
+  }
+  throw new LonghaulError(
+    "SIGNATURE_MISSING",
+    authorization
+      ? "Authorization holds no Bearer token; the sender must send Authorization: Bearer <JWT>."
+      : "The request carries no token: a JWT sender sets Authorization: Bearer <JWT>, or webhook-signature: <JWT> (Gemini per-request webhooks).",
+    { details: { scheme: NAME } },
+  );
+}
+
+function checkBodyHash(payload: JWTPayload, body: Buffer, required: string | null): void {
+  const claim = required ?? DEFAULT_BODY_HASH_CLAIM;
+  const claimed = payload[claim];
+  if (claimed === undefined) {
+    if (required === null) return;
+    throw new LonghaulError(
+      "SIGNATURE_INVALID",
+      `The token has no "${claim}" claim; this source requires the SHA-256 of the exact body bytes in it (lower-case hex or unpadded base64url), so a token cannot be reused with another body. If the sender cannot send one, set "body_hash_claim": false on the source.`,
+      { details: { scheme: NAME } },
+    );
+  }
+  const hex = bodySha256(body);
+  const b64url = Buffer.from(hex, "hex").toString("base64url");
+  if (typeof claimed !== "string" || !anyEqual([claimed], [hex, b64url])) {
+    throw new LonghaulError(
+      "SIGNATURE_INVALID",
+      `The token's ${claim} claim is not the SHA-256 of this body: the body was changed after signing, or the sender hashed something else (it must be the lower-case hex or unpadded base64url digest of the exact bytes sent).`,
       { details: { scheme: NAME } },
     );
   }
 }
 
 /** A jose failure as the 401 it means; a `LonghaulError` (keys unavailable) passes through. */
-function refusal(err: unknown): LonghaulError {
+function refusal(err: unknown, carrier: Carrier, checks: Checks): LonghaulError {
   if (err instanceof LonghaulError) return err;
-  const fail = (message: string) =>
-    new LonghaulError("SIGNATURE_INVALID", message, { cause: err, details: { scheme: NAME } });
+  const subject = `The token in ${carrier}`;
+  const details = { scheme: NAME, carrier };
+  const fail = (message: string) => new LonghaulError("SIGNATURE_INVALID", message, { cause: err, details });
+  const outOfTolerance = (message: string) =>
+    new LonghaulError("TIMESTAMP_OUT_OF_TOLERANCE", message, { cause: err, details });
   if (err instanceof errors.JWTExpired) {
-    return new LonghaulError(
-      "TIMESTAMP_OUT_OF_TOLERANCE",
-      "The Bearer token has expired, beyond this source's clock tolerance; the sender must mint a fresh token (check its clock if it just did).",
-      { cause: err, details: { scheme: NAME } },
+    if (err.claim === "iat") {
+      return outOfTolerance(
+        `${subject} was issued (iat) more than max_age_s ${checks.maxAgeS} s plus the ${checks.toleranceS} s tolerance ago; the sender must mint a fresh token for each delivery. If it legitimately reuses tokens, raise "max_age_s" on the source.`,
+      );
+    }
+    return outOfTolerance(
+      `${subject} has expired, beyond this source's clock tolerance; the sender must mint a fresh token (check its clock if it just did).`,
     );
   }
   if (err instanceof errors.JWTClaimValidationFailed) {
-    if (err.claim === "nbf" && err.reason === "check_failed") {
-      return new LonghaulError(
-        "TIMESTAMP_OUT_OF_TOLERANCE",
-        "The Bearer token is not valid yet (nbf is in the future beyond the tolerance); check the sender's clock.",
-        { cause: err, details: { scheme: NAME } },
+    if (err.reason === "check_failed" && (err.claim === "nbf" || err.claim === "iat")) {
+      return outOfTolerance(
+        `${subject} is dated in the future (${err.claim} is later than now plus the ${checks.toleranceS} s tolerance); check the sender's clock.`,
       );
+    }
+    if (err.reason === "missing") {
+      return fail(
+        err.claim === "iat"
+          ? `${subject} has no "iat" claim; this source requires the issue time, so that a captured token is refused once it is older than max_age_s.`
+          : `${subject} has no "${err.claim}" claim, which this source requires.`,
+      );
+    }
+    if (err.reason === "invalid") {
+      return fail(`${subject}'s "${err.claim}" claim must be a number of seconds since the epoch.`);
     }
     const setting = err.claim === "iss" ? "issuer" : err.claim === "aud" ? "audience" : null;
     return fail(
-      err.reason === "missing"
-        ? `The Bearer token has no "${err.claim}" claim, which this source requires.`
-        : `The Bearer token's "${err.claim}" claim is not what this source expects${setting ? `; check "${setting}" in the source configuration` : ""}.`,
+      `${subject}'s "${err.claim}" claim is not what this source expects${setting ? `; check "${setting}" in the source configuration` : ""}.`,
     );
   }
   if (err instanceof errors.JOSEAlgNotAllowed) {
-    return fail(
-      'The Bearer token\'s alg is not one this source allows; set "algorithms" to what the sender uses.',
-    );
+    return fail(`${subject}'s alg is not one this source allows; set "algorithms" to what the sender uses.`);
   }
   if (err instanceof errors.JWKSNoMatchingKey) {
     return fail(
-      "No key of this source's JWKS matches the Bearer token's kid and alg; the token was signed by another key, or the sender rotated to a key not published yet.",
+      `No key of this source's JWKS matches the kid and alg of the token in ${carrier}; the token was signed by another key, or the sender rotated to a key not published yet.`,
     );
   }
   if (err instanceof errors.JWSSignatureVerificationFailed) {
-    return fail("The Bearer token's signature does not verify against this source's JWKS.");
+    return fail(`${subject}'s signature does not verify against this source's JWKS.`);
   }
-  return fail(
-    "The Bearer token is not a well-formed signed JWT; send a compact JWS (header.payload.signature).",
-  );
+  return fail(`${subject} is not a well-formed signed JWT; send a compact JWS (header.payload.signature).`);
 }
 
 function keySetOf(source: SchemeSource): JWTVerifyGetKey {
@@ -255,4 +329,43 @@ function expectedClaim(source: SchemeSource, setting: "issuer" | "audience"): st
     );
   }
   return value as string | string[];
+}
+
+function maxAgeOf(source: SchemeSource): number {
+  const maxAgeS = source.max_age_s ?? DEFAULT_MAX_AGE_S;
+  if (!Number.isSafeInteger(maxAgeS) || maxAgeS < 1) {
+    throw new LonghaulError(
+      "CONFIG_INVALID",
+      `Source "${source.name}": "max_age_s" is how old a token (its iat) may be, a whole number of seconds, 1 or more; got ${JSON.stringify(source.max_age_s)}.`,
+    );
+  }
+  return maxAgeS;
+}
+
+/**
+ * The claim that must carry the body's SHA-256: the configured one, none for `false`, and
+ * by default `body_sha256` unless the issuer is Google's, whose tokens (Pub/Sub push,
+ * Gemini) hash no body.
+ */
+function bodyHashClaimOf(source: SchemeSource, issuer: string | string[]): string | null {
+  const claim = source.body_hash_claim;
+  if (claim === undefined) {
+    const issuers = Array.isArray(issuer) ? issuer : [issuer];
+    return issuers.some(isGoogleIssuer) ? null : DEFAULT_BODY_HASH_CLAIM;
+  }
+  if (claim === false) return null;
+  if (typeof claim === "string" && /^[\x21-\x7e]{1,100}$/.test(claim)) return claim;
+  throw new LonghaulError(
+    "CONFIG_INVALID",
+    `Source "${source.name}": "body_hash_claim" names the token claim holding the SHA-256 of the body (e.g. "body_sha256"), or is false when the sender sends none; got ${JSON.stringify(claim)}.`,
+  );
+}
+
+function isGoogleIssuer(issuer: string): boolean {
+  const url = URL.canParse(issuer)
+    ? new URL(issuer)
+    : URL.canParse(`https://${issuer}`)
+      ? new URL(`https://${issuer}`)
+      : null;
+  return url !== null && GOOGLE_ISSUER_HOST.test(url.hostname);
 }

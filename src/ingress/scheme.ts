@@ -1,4 +1,4 @@
-import { createSecretKey, type KeyObject, timingSafeEqual } from "node:crypto";
+import { createHash, createSecretKey, type KeyObject, timingSafeEqual } from "node:crypto";
 import { LonghaulError } from "../core/errors.ts";
 import type { SourceConfig } from "./sources.ts";
 
@@ -13,10 +13,19 @@ export interface VerifyRequest {
 
 /** What a scheme learned from a verified request. */
 export interface Verified {
-  /** The sender's delivery id, when the scheme carries one: the inbox dedupes on it. */
+  /**
+   * What the inbox dedupes this delivery on: the sender's event id when the scheme signs or
+   * otherwise trusts one, else null and the route uses `sha256:<hex of the body>`.
+   */
   eventId: string | null;
   /** The signed timestamp in seconds, when the scheme signs one. */
   timestampS: number | null;
+  /**
+   * A delivery id the sender put in an unsigned header, when the inbox does not dedupe on it
+   * (GitHub's X-GitHub-Delivery): logged so the operator can match a delivery in the sender's
+   * log with what was recorded.
+   */
+  deliveryId?: string;
 }
 
 /**
@@ -194,6 +203,26 @@ export function jsonBody(body: Buffer): JsonBody {
   }
   parsedBodies.set(body, parsed);
   return parsed;
+}
+
+const bodyDigests = new WeakMap<Buffer, string>();
+
+/** The hex SHA-256 of the raw body, computed once per body however many readers ask. */
+export function bodySha256(body: Buffer): string {
+  let digest = bodyDigests.get(body);
+  if (digest === undefined) {
+    digest = createHash("sha256").update(body).digest("hex");
+    bodyDigests.set(body, digest);
+  }
+  return digest;
+}
+
+/**
+ * The event id of a delivery that carries no trusted id of its own: the same bytes are the
+ * same event, however often and under whatever unsigned header they come.
+ */
+export function bodyEventId(body: Buffer): string {
+  return `sha256:${bodySha256(body)}`;
 }
 
 /** A non-empty string member of a verified JSON object body, or null. */

@@ -41,6 +41,14 @@ export interface SourceConfig {
   audience?: string | string[];
   /** `jwt`: the accepted JWS algorithms; default RS256, ES256, EdDSA. */
   algorithms?: string[];
+  /** `jwt`: how old a token (its `iat`) may be, in seconds, plus `tolerance_s`; default 300. */
+  max_age_s?: number;
+  /**
+   * `jwt`: the claim that must hold the SHA-256 of the raw body (lower-case hex or unpadded
+   * base64url), or `false` when the sender sends none. Default `body_sha256`, except `false`
+   * when the issuer is Google's (Pub/Sub push, Gemini).
+   */
+  body_hash_claim?: string | false;
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;

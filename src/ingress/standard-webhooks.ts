@@ -70,7 +70,7 @@ function verifierFor(keys: readonly Key[], toleranceS: number): { verify(req: Ve
       if (hmacs.length === 0 && ed25519.length === 0) {
         throw new LonghaulError(
           "SIGNATURE_INVALID",
-          "webhook-signature holds no well-formed v1 or v1a entry; other versions are not accepted. Have the sender sign with v1 (HMAC) or v1a (ed25519).",
+          `webhook-signature holds no well-formed v1 or v1a entry; other versions are not accepted. Have the sender sign with v1 (HMAC) or v1a (ed25519).${jwtHint(signature)}`,
         );
       }
 
@@ -91,7 +91,7 @@ function verifierFor(keys: readonly Key[], toleranceS: number): { verify(req: Ve
       }
       throw new LonghaulError(
         "SIGNATURE_INVALID",
-        "No signature in webhook-signature matches a secret of this source. Check that the source holds the sender's current secret; after a rotation keep the previous one listed until the sender switches.",
+        `No signature in webhook-signature matches a secret of this source. Check that the source holds the sender's current secret; after a rotation keep the previous one listed until the sender switches.${jwtHint(signature)}`,
         { details: { scheme: NAME, eventId: id } },
       );
     },
@@ -146,6 +146,17 @@ export function signStandardWebhook(message: {
         "A whpk_ public key can only verify; sign with the matching whsk_ secret key.",
       );
   }
+}
+
+/**
+ * A hint for a delivery whose webhook-signature is a JWT, as Gemini's per-request webhooks
+ * send it: such a delivery belongs to a `jwt` source, and no secret here will ever match it.
+ */
+function jwtHint(signature: string): string {
+  const jws = /(^|[ ,])[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+( |$)/;
+  return jws.test(signature)
+    ? " webhook-signature holds a JWT: per-request (dynamic) Gemini webhooks are signed that way and need a source with scheme jwt."
+    : "";
 }
 
 function parseSignatureHeader(value: string): { version: string; value: string }[] {
