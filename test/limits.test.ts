@@ -69,10 +69,12 @@ async function secondTenant(stack: Stack): Promise<string> {
   return key;
 }
 
+const ADMIN_KEY = "admin-key-for-limits";
+
 describe("API rate limit per tenant", () => {
   let stack: Stack;
   before(async () => {
-    stack = await startStack({ limits: { api_per_min: 3, unauthenticated_per_min: 2 } });
+    stack = await startStack({ adminKey: ADMIN_KEY, limits: { api_per_min: 3, unauthenticated_per_min: 2 } });
   });
   after(() => stack.close());
 
@@ -107,6 +109,26 @@ describe("API rate limit per tenant", () => {
     const elsewhere = await request(stack.url, "/v1/tasks", { headers: bearer("lh_x"), from: "127.0.0.4" });
     assert.equal(elsewhere.status, 401);
     assert.equal(elsewhere.body.error.code, "UNAUTHORIZED");
+    // A valid key from the limited address is counted against its tenant, not refused.
+    const valid = await request(stack.url, "/v1/usage", {
+      headers: bearer(await secondTenant(stack)),
+      from: "127.0.0.3",
+    });
+    assert.equal(valid.status, 200);
+  });
+
+  test("wrong admin keys count against the address too; the right one still works", async () => {
+    for (let i = 0; i < 2; i++) {
+      const r = await request(stack.url, "/v1/admin/tenants", {
+        headers: bearer(`guess-${i}`),
+        from: "127.0.0.5",
+      });
+      assert.equal(r.status, 401);
+    }
+    assertLimited(
+      await request(stack.url, "/v1/admin/tenants", { headers: bearer("guess-2"), from: "127.0.0.5" }),
+    );
+    assert.equal((await request(stack.url, "/v1/admin/tenants", { headers: bearer(ADMIN_KEY) })).status, 200);
   });
 });
 

@@ -28,6 +28,8 @@ function publicKind(url: string | undefined): Kind | null {
 }
 
 export interface RateLimits {
+  /** Wraps an authentication hook so that its failures count against the client's address. */
+  failuresLimited(auth: AuthHook): AuthHook;
   /**
    * Wraps the tenant authentication hook of the API: a request whose key resolves counts
    * against its tenant; one whose key is missing or unknown counts against its address, so
@@ -103,8 +105,9 @@ export function installRateLimits(
     if (kind) await check(kind, req, reply);
   });
 
-  return {
-    authenticated: (auth) => async (req, reply) => {
+  const failuresLimited =
+    (auth: AuthHook): AuthHook =>
+    async (req, reply) => {
       try {
         await auth(req, reply);
       } catch (err) {
@@ -113,7 +116,15 @@ export function installRateLimits(
         }
         throw err;
       }
-      await check("api", req, reply);
+    };
+  return {
+    failuresLimited,
+    authenticated: (auth) => {
+      const guarded = failuresLimited(auth);
+      return async (req, reply) => {
+        await guarded(req, reply);
+        await check("api", req, reply);
+      };
     },
   };
 }

@@ -104,7 +104,7 @@ export function buildServer(d: ServerDeps): FastifyInstance {
   dashboardRoutes(app, d.dashboard);
 
   app.register(async (admin) => {
-    admin.addHook("onRequest", adminAuth(d.adminKey));
+    admin.addHook("onRequest", rateLimits.failuresLimited(adminAuth(d.adminKey)));
     adminEventsRoutes(admin, d.store);
     adminTenantsRoutes(admin, d.store);
   });
