@@ -82,6 +82,8 @@ export interface Longhaul {
 
 /** Wires store, registries, worker and HTTP server together: the one place adapters meet. */
 export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longhaul> {
+  // Bad settings fail before anything is opened.
+  const limits = resolveLimits(opts.limits);
   const clock = opts.clock ?? systemClock;
   const ids = opts.ids ?? ulidGenerator(clock);
   const log = opts.logger ?? pino({ level: process.env.LONGHAUL_LOG_LEVEL ?? "info" });
@@ -91,7 +93,6 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
       opts.databaseUrl ?? process.env.LONGHAUL_DATABASE_URL ?? "sqlite:.longhaul/longhaul.db",
       { clock, ids },
     ));
-  const limits = resolveLimits(opts.limits);
   await store.migrate();
 
   const taskTypes = taskTypeRegistry(opts.taskTypes);
@@ -161,7 +162,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     urls,
     adminKey: opts.adminKey ?? process.env.LONGHAUL_ADMIN_KEY,
     outbound,
-    realtime: { maxPerTenant: limits.sse_streams_per_tenant, ...opts.realtime },
+    realtime: opts.realtime,
     limits,
     dashboard: opts.dashboard,
     timeouts: opts.httpTimeouts,

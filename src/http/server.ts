@@ -76,7 +76,10 @@ export function buildServer(d: ServerDeps): FastifyInstance {
   installErrorHandling(app);
   const limits = d.limits ?? DEFAULT_LIMITS;
   const rateLimits = installRateLimits(app, limits, (name) => d.sources.has(name));
-  const streams = new EventStreams(d.store, d.log, d.realtime);
+  const streams = new EventStreams(d.store, d.log, {
+    maxPerTenant: limits.sse_streams_per_tenant,
+    ...d.realtime,
+  });
   app.decorate("eventStreams", streams);
   // Open SSE streams would hold the server open; clients resume elsewhere with Last-Event-ID.
   app.addHook("preClose", async () => streams.close());
