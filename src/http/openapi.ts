@@ -1,5 +1,5 @@
 /**
- * `GET /openapi.json`: the HTTP API (DESIGN §7) as OpenAPI 3.1, for client generators and
+ * `GET /openapi.json`: the HTTP API (ARCHITECTURE §7) as OpenAPI 3.1, for client generators and
  * API explorers. Bodies are described where they are the contract; see the README for more.
  */
 const error = { $ref: "#/components/schemas/Error" };
