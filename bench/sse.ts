@@ -44,7 +44,13 @@ async function serveLonghaul(): Promise<{
   await store.migrate();
   const key = newApiKey();
   const tenant = await store.createTenant({ name: "bench", keyHash: hashApiKey(key) });
-  const app = await createLonghaul({ store, role: "api", logger: pino({ level: "silent" }) });
+  // Thousands of streams of one tenant, opened at once: far past the default caps.
+  const app = await createLonghaul({
+    store,
+    role: "api",
+    logger: pino({ level: "silent" }),
+    limits: { api_per_min: 0, sse_streams_per_tenant: 0 },
+  });
   const url = await app.listen({ port: 0 });
   const commits: [number, number][] = [];
   store.onTaskEvents((_tenant, seq) => commits.push([seq, now()]));

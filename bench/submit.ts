@@ -25,6 +25,8 @@ const app = await createLonghaul({
   taskTypes: [noop],
   role: "api",
   logger: (await import("pino")).pino({ level: "silent" }),
+  // This measures the engine, not the limiter: one tenant here sends far past the default rate.
+  limits: { api_per_min: 0 },
 });
 
 // The naive durable write: one transaction, so one fsync, per request.

@@ -3,6 +3,7 @@ import { type Logger, pino } from "pino";
 import { type Clock, systemClock } from "./core/clock.ts";
 import { LonghaulError } from "./core/errors.ts";
 import { type IdGenerator, ulidGenerator } from "./core/ids.ts";
+import { type LimitsConfig, resolveLimits } from "./core/limits.ts";
 import type { TaskType } from "./core/task-type.ts";
 import { providerRegistry, taskTypeRegistry } from "./engine/registry.ts";
 import { Worker, type WorkerOptions } from "./engine/worker.ts";
@@ -49,6 +50,11 @@ export interface LonghaulOptions {
   outbound?: OutboundConfig;
   /** SSE streams of `GET /v1/events`: the heartbeat interval. */
   realtime?: EventStreamsOptions;
+  /**
+   * Request rates per tenant and per address, caps on open SSE streams and webhook endpoints
+   * per tenant, and how long signals are kept (see `LimitsConfig` for keys and defaults).
+   */
+  limits?: LimitsConfig;
   clock?: Clock;
   ids?: IdGenerator;
   logger?: Logger;
@@ -76,6 +82,8 @@ export interface Longhaul {
 
 /** Wires store, registries, worker and HTTP server together: the one place adapters meet. */
 export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longhaul> {
+  // Bad settings fail before anything is opened.
+  const limits = resolveLimits(opts.limits);
   const clock = opts.clock ?? systemClock;
   const ids = opts.ids ?? ulidGenerator(clock);
   const log = opts.logger ?? pino({ level: process.env.LONGHAUL_LOG_LEVEL ?? "info" });
@@ -138,6 +146,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
             defaultWaitMs,
             pollAfterMs: opts.pollAfterMs ?? 60_000,
             dedupeHorizonMs: opts.dedupeHorizonMs ?? 7 * 24 * 3_600_000,
+            signalRetentionMs: limits.signal_retention_s * 1000,
             outbound,
           },
           opts.worker,
@@ -154,6 +163,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     adminKey: opts.adminKey ?? process.env.LONGHAUL_ADMIN_KEY,
     outbound,
     realtime: opts.realtime,
+    limits,
     dashboard: opts.dashboard,
     timeouts: opts.httpTimeouts,
   });

@@ -48,6 +48,7 @@ export async function startStack(
     /** Serve the dashboard signed in as the stack's tenant, as `longhaul dev` does. */
     dashboard?: boolean;
     httpTimeouts?: LonghaulOptions["httpTimeouts"];
+    limits?: LonghaulOptions["limits"];
   } = {},
 ): Promise<Stack> {
   const tmp = tempDir();
@@ -81,6 +82,7 @@ export async function startStack(
     ...(opts.outbound ? { outbound: opts.outbound } : {}),
     ...(opts.realtime ? { realtime: opts.realtime } : {}),
     ...(opts.httpTimeouts ? { httpTimeouts: opts.httpTimeouts } : {}),
+    ...(opts.limits ? { limits: opts.limits } : {}),
   });
   const url = await app.listen({ port: 0 });
   const api: Stack["api"] = async (path, init = {}) => {

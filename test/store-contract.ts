@@ -449,6 +449,61 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
       await store.close();
     });
 
+    test("signals past the retention are pruned, and a wait registered later no longer sees them", async () => {
+      const { store, tenant, clock } = await setup();
+      const { task } = await submit(store, tenant.id);
+      const old = { tenantId: tenant.id, name: "paid", data: { id: 1 }, clientId: "sig-old" };
+      await store.recordSignal(old);
+      clock.advance(2 * 86_400_000);
+      await store.recordSignal({ tenantId: tenant.id, name: "paid", data: { id: 2 }, clientId: null });
+      assert.equal(await store.pruneSignals(clock.now() - 86_400_000), 1);
+      assert.equal(await store.pruneSignals(clock.now() - 86_400_000), 0);
+
+      const adv = await claimOne(store);
+      await store.beginAdvance(adv.lease, task.id);
+      const wait = (stepId: string, position: number, id: number) =>
+        store.registerWait(adv.lease, task.id, {
+          kind: "wait_event",
+          stepId,
+          position,
+          timeoutMs: null,
+          match: { event: "paid", data: { id } },
+        });
+      assert.equal((await wait("pruned", 0, 1)).status, "waiting");
+      assert.equal((await wait("kept", 1, 2)).status, "succeeded");
+      // Its id no longer marks a resend as a duplicate: the resend is a new signal.
+      const again = await store.recordSignal(old);
+      assert.equal(again.duplicate, false);
+      assert.equal(again.matched, 1);
+      await store.close();
+    });
+
+    test("a tenant at its webhook endpoint cap cannot create another, even with creates racing", async () => {
+      const { store, tenant, other } = await setup();
+      const create = (tenantId: string, maxPerTenant?: number) =>
+        store.createWebhookEndpoint({
+          tenantId,
+          url: "https://example.com/hooks",
+          events: null,
+          secret: "whsec_x",
+          maxPerTenant,
+        });
+      const results = await Promise.allSettled(Array.from({ length: 6 }, () => create(tenant.id, 2)));
+      assert.equal(results.filter((r) => r.status === "fulfilled").length, 2);
+      for (const r of results.filter((r) => r.status === "rejected")) {
+        assert.ok(r.reason instanceof LonghaulError && r.reason.code === "LIMIT_REACHED", String(r.reason));
+      }
+      assert.equal((await store.listWebhookEndpoints(tenant.id)).length, 2);
+      await create(other.id, 2);
+      await create(tenant.id);
+      const [first] = await store.listWebhookEndpoints(tenant.id);
+      await store.deleteWebhookEndpoint(tenant.id, first!.id);
+      await rejectsCode(create(tenant.id, 2), "LIMIT_REACHED");
+      await store.deleteWebhookEndpoint(tenant.id, (await store.listWebhookEndpoints(tenant.id))[0]!.id);
+      await create(tenant.id, 2);
+      await store.close();
+    });
+
     test("meta keeps the first value written", async () => {
       const { store } = await setup();
       assert.equal(await store.putMetaIfAbsent("k", "one"), "one");

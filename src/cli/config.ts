@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { LonghaulError } from "../core/errors.ts";
+import type { LimitsConfig } from "../core/limits.ts";
 import type { TaskType } from "../core/task-type.ts";
 import type { SourceConfig } from "../ingress/sources.ts";
 import type { OutboundConfig } from "../outbound/settings.ts";
@@ -25,12 +26,24 @@ export interface LonghaulConfig {
   inbox?: { dedupe_horizon_s?: number };
   /** Outbound webhooks: retry schedule in seconds, and whether private and loopback targets are allowed. */
   outbound?: OutboundConfig;
+  /**
+   * Rates per minute (`api_per_min`, `unauthenticated_per_min`, `hooks_per_min`,
+   * `callbacks_per_min`, `approvals_per_min`; 0 turns one off), caps per tenant
+   * (`sse_streams_per_tenant`, `webhook_endpoints_per_tenant`) and `signal_retention_s`.
+   */
+  limits?: LimitsConfig;
   taskTypes?: TaskType[];
 }
 
 /** The engine options a config file sets, as `createLonghaul` takes them. */
-export function engineOptions(config: LonghaulConfig): { pollAfterMs?: number; dedupeHorizonMs?: number } {
-  const out: { pollAfterMs?: number; dedupeHorizonMs?: number } = {};
+export function engineOptions(config: LonghaulConfig): {
+  pollAfterMs?: number;
+  dedupeHorizonMs?: number;
+  limits?: LimitsConfig;
+} {
+  const out: { pollAfterMs?: number; dedupeHorizonMs?: number; limits?: LimitsConfig } = {};
+  // Checked, with defaults filled in, by createLonghaul.
+  if (config.limits !== undefined) out.limits = config.limits;
   const poll = config.reconciler?.poll_after_s;
   const horizon = config.inbox?.dedupe_horizon_s;
   if (poll !== undefined) out.pollAfterMs = seconds("reconciler.poll_after_s", poll) * 1000;

@@ -52,6 +52,8 @@ export const errorStatus = {
   WEBHOOK_ENDPOINT_NOT_FOUND: 404,
   DELIVERY_NOT_FOUND: 404,
   DELIVERY_NOT_REPLAYABLE: 409,
+  TOO_MANY_STREAMS: 429,
+  LIMIT_REACHED: 409,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof errorStatus;

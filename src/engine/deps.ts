@@ -25,6 +25,8 @@ export interface EngineDeps {
   pollAfterMs: number;
   /** Inbox rows older than this are pruned; it must cover every provider's retry horizon. */
   dedupeHorizonMs: number;
+  /** Signals older than this are pruned (`limits.signal_retention_s`); later waits no longer see them. */
+  signalRetentionMs: number;
   /** How outbound webhooks are sent: retry schedule, SSRF policy, attempt timeout. */
   outbound: OutboundSettings;
   random?: () => number;

@@ -1,5 +1,6 @@
 import type { ServerResponse } from "node:http";
 import type { Logger } from "pino";
+import { LonghaulError } from "../core/errors.ts";
 import type { Store, TaskEventRow } from "../store/store.ts";
 
 export interface EventStreamsOptions {
@@ -9,7 +10,12 @@ export interface EventStreamsOptions {
   pageSize?: number;
   /** A page stops growing past this many bytes (events are never split). Default 256 KiB. */
   pageBytes?: number;
+  /** Open streams one tenant may hold on this node (`limits.sse_streams_per_tenant`); 0: no cap. Default 0. */
+  maxPerTenant?: number;
 }
+
+/** When a refused stream should try again: streams end only when their clients go, so soon is fine. */
+const FULL_RETRY_AFTER_S = 5;
 
 /** A page of the log, framed once and written to every stream that is at the same place. */
 interface Page {
@@ -53,6 +59,7 @@ export function sseFrame(e: TaskEventRow): string {
 export class EventStreams {
   private readonly pageSize: number;
   private readonly pageBytes: number;
+  private readonly maxPerTenant: number;
   private readonly byTenant = new Map<string, Set<EventStream>>();
   private readonly pages = new Map<string, Promise<Page>>();
   private readonly dirty = new Set<string>();
@@ -70,9 +77,26 @@ export class EventStreams {
   ) {
     this.pageSize = opts.pageSize ?? 100;
     this.pageBytes = opts.pageBytes ?? 256 * 1024;
+    this.maxPerTenant = opts.maxPerTenant ?? 0;
     this.unsubscribe = store.onTaskEvents((tenantId) => this.notified(tenantId));
     this.heartbeat = setInterval(() => this.ping(), opts.heartbeatMs ?? 15_000);
     this.heartbeat.unref();
+  }
+
+  /**
+   * Refuses a new stream of a tenant that already holds its cap on this node (429
+   * `TOO_MANY_STREAMS`). Call it in the same tick as `open`, so no other stream slips in
+   * between; a slot frees as soon as one of the tenant's streams closes.
+   */
+  admit(tenantId: string): void {
+    if (this.maxPerTenant === 0) return;
+    const open = this.byTenant.get(tenantId)?.size ?? 0;
+    if (open < this.maxPerTenant) return;
+    throw new LonghaulError(
+      "TOO_MANY_STREAMS",
+      `This tenant already has ${open} event streams open on this server, its limit; close one (or follow several tasks on one stream without task_id) and retry.`,
+      { details: { retry_after_s: FULL_RETRY_AFTER_S } },
+    );
   }
 
   /** Starts streaming the tenant's events after `afterSeq` (only `taskId`'s, if given) to `res`. */

@@ -37,6 +37,8 @@ export function eventsRoutes(app: FastifyInstance, store: Store, streams: EventS
       eventId(req.query.last_event_id, '"last_event_id"');
     const afterSeq = resumeAt ?? (taskId !== null ? 0 : await store.lastTaskEventSeq(req.tenant.id));
 
+    // No await between the cap check and `open`: concurrent requests cannot both take the last slot.
+    streams.admit(req.tenant.id);
     reply.hijack();
     const res = reply.raw;
     res.writeHead(200, {

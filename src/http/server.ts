@@ -3,6 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import type { Clock } from "../core/clock.ts";
 import { LonghaulError } from "../core/errors.ts";
+import { DEFAULT_LIMITS, type Limits } from "../core/limits.ts";
 import type { TaskType } from "../core/task-type.ts";
 import type { Registry } from "../engine/registry.ts";
 import type { Source } from "../ingress/sources.ts";
@@ -23,6 +24,7 @@ import { eventsRoutes } from "./events-routes.ts";
 import { hooksRoutes } from "./hooks-routes.ts";
 import type { Metrics } from "./metrics.ts";
 import { openapi } from "./openapi.ts";
+import { installRateLimits } from "./rate-limits.ts";
 import { signalsRoutes } from "./signals-routes.ts";
 import { tasksRoutes } from "./tasks-routes.ts";
 import { timelineRoutes } from "./timeline-routes.ts";
@@ -44,6 +46,8 @@ export interface ServerDeps {
   dashboard?: DashboardOptions | undefined;
   timeouts?: { headersMs?: number; requestMs?: number } | undefined;
   metrics?: Metrics | undefined;
+  /** Rate limits and per-tenant caps; default `DEFAULT_LIMITS`. */
+  limits?: Limits | undefined;
 }
 
 /** The HTTP API (ARCHITECTURE §7). Slow clients are cut off by header and request timeouts. */
@@ -70,7 +74,12 @@ export function buildServer(d: ServerDeps): FastifyInstance {
     return503OnClosing: true,
   });
   installErrorHandling(app);
-  const streams = new EventStreams(d.store, d.log, d.realtime);
+  const limits = d.limits ?? DEFAULT_LIMITS;
+  const rateLimits = installRateLimits(app, limits, (name) => d.sources.has(name));
+  const streams = new EventStreams(d.store, d.log, {
+    maxPerTenant: limits.sse_streams_per_tenant,
+    ...d.realtime,
+  });
   app.decorate("eventStreams", streams);
   // Open SSE streams would hold the server open; clients resume elsewhere with Last-Event-ID.
   app.addHook("preClose", async () => streams.close());
@@ -98,19 +107,19 @@ export function buildServer(d: ServerDeps): FastifyInstance {
   dashboardRoutes(app, d.dashboard);
 
   app.register(async (admin) => {
-    admin.addHook("onRequest", adminAuth(d.adminKey));
+    admin.addHook("onRequest", rateLimits.failuresLimited(adminAuth(d.adminKey)));
     adminEventsRoutes(admin, d.store);
     adminTenantsRoutes(admin, d.store);
   });
 
   app.register(async (api) => {
-    api.addHook("onRequest", tenantAuth(d.store));
+    api.addHook("onRequest", rateLimits.authenticated(tenantAuth(d.store)));
     tasksRoutes(api, d.store, d.taskTypes, d.urls, d.metrics);
     timelineRoutes(api, d.store);
     signalsRoutes(api, d.store);
     usageRoutes(api, d.store);
     eventsRoutes(api, d.store, streams);
-    webhookEndpointsRoutes(api, d.store, d.outbound);
+    webhookEndpointsRoutes(api, d.store, d.outbound, limits.webhook_endpoints_per_tenant);
   });
   return app;
 }

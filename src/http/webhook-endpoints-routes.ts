@@ -71,7 +71,13 @@ async function checkUrl(value: unknown, settings: OutboundSettings): Promise<str
  * (ARCHITECTURE §4.7). Every lookup is scoped by the caller's tenant: another tenant's ids are 404
  * (ARCHITECTURE §3.6).
  */
-export function webhookEndpointsRoutes(app: FastifyInstance, store: Store, settings: OutboundSettings): void {
+export function webhookEndpointsRoutes(
+  app: FastifyInstance,
+  store: Store,
+  settings: OutboundSettings,
+  /** `limits.webhook_endpoints_per_tenant`; 0: no cap. */
+  maxPerTenant = 0,
+): void {
   app.post("/v1/webhook-endpoints", async (req, reply) => {
     const b = req.body as Record<string, unknown> | null;
     if (typeof b !== "object" || b === null || Array.isArray(b)) {
@@ -88,7 +94,13 @@ export function webhookEndpointsRoutes(app: FastifyInstance, store: Store, setti
       events = [...new Set(b.events as string[])];
     }
     const secret = newWebhookSecret();
-    const e = await store.createWebhookEndpoint({ tenantId: req.tenant.id, url, events, secret });
+    const e = await store.createWebhookEndpoint({
+      tenantId: req.tenant.id,
+      url,
+      events,
+      secret,
+      maxPerTenant,
+    });
     return reply.status(201).send({ ...endpointJson(e), secret });
   });
 

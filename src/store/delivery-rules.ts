@@ -2,6 +2,15 @@ import { LonghaulError } from "../core/errors.ts";
 import type { DeliveryDbRow, EndpointDbRow } from "./rows.ts";
 import type { DeliveryAttemptResult, DeliveryState } from "./store.ts";
 
+/** LIMIT_REACHED when a tenant that has `count` endpoints may have no more than `max`. */
+export function checkEndpointCount(count: number, max: number | undefined): void {
+  if (max === undefined || max === 0 || count < max) return;
+  throw new LonghaulError(
+    "LIMIT_REACHED",
+    `This tenant has ${count} webhook endpoints, its limit; delete one it no longer needs (one endpoint can receive many event types) before creating another.`,
+  );
+}
+
 /** DELIVERY_NOT_REPLAYABLE unless the endpoint is enabled and the delivery is dead or failed. */
 export function checkReplayable(endpoint: EndpointDbRow, d: DeliveryDbRow): void {
   if (endpoint.status !== "enabled") {

@@ -122,6 +122,11 @@ export interface Store {
   pruneInbox(before: number): Promise<number>;
   /** Deletes delivered or canceled webhook deliveries last changed before `before`; dead ones stay for replay. */
   pruneDeliveries(before: number): Promise<number>;
+  /**
+   * Deletes signals received before `before` (the signal retention). A wait registered
+   * later no longer sees them, and their `clientId` no longer marks a resend as a duplicate.
+   */
+  pruneSignals(before: number): Promise<number>;
   /** Inbox rows, newest first, for the admin API. */
   listInbox(q: {
     source?: string | undefined;
@@ -485,6 +490,12 @@ export interface NewWebhookEndpoint {
   /** Event types and prefixes (`task.*`); null: every event. */
   events: string[] | null;
   secret: string;
+  /**
+   * The most endpoints the tenant may have (`limits.webhook_endpoints_per_tenant`): at that
+   * count the create fails with LIMIT_REACHED. Checked in the insert's transaction, so
+   * concurrent creates cannot pass it together. Absent: no cap.
+   */
+  maxPerTenant?: number | undefined;
 }
 
 export interface WebhookEndpointRow {

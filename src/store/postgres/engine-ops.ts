@@ -290,6 +290,10 @@ export async function pruneDeliveries(c: Ctx, before: number): Promise<number> {
   );
 }
 
+export async function pruneSignals(c: Ctx, before: number): Promise<number> {
+  return c.sql.run("DELETE FROM signals WHERE received_at < $1", [before]);
+}
+
 export async function pruneInbox(c: Ctx, before: number): Promise<number> {
   return c.sql.run("DELETE FROM inbox_events WHERE received_at < $1", [before]);
 }

@@ -1,6 +1,6 @@
 import { LonghaulError } from "../../core/errors.ts";
 import { matchesEvent } from "../../core/event-filter.ts";
-import { attemptState, checkReplayable } from "../delivery-rules.ts";
+import { attemptState, checkEndpointCount, checkReplayable } from "../delivery-rules.ts";
 import { json } from "../json.ts";
 import {
   type DeliveryDbRow,
@@ -21,7 +21,7 @@ import type {
   WebhookEndpointRow,
 } from "../store.ts";
 import { deliverItem } from "../work-items.ts";
-import type { Ctx } from "./db.ts";
+import { advisoryLock, type Ctx } from "./db.ts";
 import { complete, enqueue, fail } from "./queue-ops.ts";
 
 /** A task event just appended, as fan-out needs it. */
@@ -80,6 +80,15 @@ export async function fanOut(c: Ctx, events: readonly FannedEvent[]): Promise<vo
 }
 
 export async function createEndpoint(c: Ctx, e: NewWebhookEndpoint): Promise<WebhookEndpointRow> {
+  if (e.maxPerTenant) {
+    // Creates of one tenant queue here, so two cannot both see the last free slot.
+    await advisoryLock(c, `endpoints:${e.tenantId}`);
+    const row = await c.sql.get<{ n: string }>(
+      "SELECT count(*) AS n FROM webhook_endpoints WHERE tenant_id = $1",
+      [e.tenantId],
+    );
+    checkEndpointCount(Number(row!.n), e.maxPerTenant);
+  }
   const now = c.clock.now();
   const row = (await c.sql.get<EndpointDbRow>(
     `INSERT INTO webhook_endpoints (id, tenant_id, url, events, secret, status, created_at, updated_at)

@@ -210,6 +210,9 @@ export class PostgresStore implements Store {
   pruneDeliveries(before: number) {
     return this.tx.write((c) => engine.pruneDeliveries(c, before));
   }
+  pruneSignals(before: number) {
+    return this.tx.write((c) => engine.pruneSignals(c, before));
+  }
   pruneInbox(before: number) {
     return this.tx.write((c) => engine.pruneInbox(c, before));
   }

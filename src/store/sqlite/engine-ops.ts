@@ -246,6 +246,10 @@ export function pruneDeliveries(c: Ctx, before: number): number {
   ).changes;
 }
 
+export function pruneSignals(c: Ctx, before: number): number {
+  return c.sql.run("DELETE FROM signals WHERE received_at < ?", before).changes;
+}
+
 export function pruneInbox(c: Ctx, before: number): number {
   return c.sql.run("DELETE FROM inbox_events WHERE received_at < ?", before).changes;
 }

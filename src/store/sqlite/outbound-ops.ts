@@ -1,6 +1,6 @@
 import { LonghaulError } from "../../core/errors.ts";
 import { matchesEvent } from "../../core/event-filter.ts";
-import { attemptState, checkReplayable } from "../delivery-rules.ts";
+import { attemptState, checkEndpointCount, checkReplayable } from "../delivery-rules.ts";
 import { json } from "../json.ts";
 import {
   type DeliveryDbRow,
@@ -59,6 +59,13 @@ export function fanOut(c: Ctx, tenantId: string, taskId: string, seq: number, ty
 }
 
 export function createEndpoint(c: Ctx, e: NewWebhookEndpoint): WebhookEndpointRow {
+  if (e.maxPerTenant) {
+    const n = c.sql.get<{ n: number }>(
+      "SELECT count(*) AS n FROM webhook_endpoints WHERE tenant_id = ?",
+      e.tenantId,
+    )!.n;
+    checkEndpointCount(n, e.maxPerTenant);
+  }
   const now = c.clock.now();
   const row = c.sql.get<EndpointDbRow>(
     `INSERT INTO webhook_endpoints (id, tenant_id, url, events, secret, status, created_at, updated_at)

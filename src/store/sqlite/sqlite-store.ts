@@ -213,6 +213,9 @@ export class SqliteStore implements Store {
   pruneDeliveries(before: number) {
     return this.write((c) => engine.pruneDeliveries(c, before));
   }
+  pruneSignals(before: number) {
+    return this.write((c) => engine.pruneSignals(c, before));
+  }
   pruneInbox(before: number) {
     return this.write((c) => engine.pruneInbox(c, before));
   }

@@ -1,0 +1,69 @@
+import { LonghaulError } from "./errors.ts";
+
+/**
+ * Limits that protect a deployment from one tenant or one address (the `limits` block of the
+ * config file). Rates are requests per minute in a fixed one-minute window, counted by each
+ * node on its own; `0` turns a limit off.
+ */
+export interface LimitsConfig {
+  /** API requests per tenant, keyed on the tenant the key resolves to. Default 6000. */
+  api_per_min?: number;
+  /** API requests whose key is missing or unknown, per client address. Default 300. */
+  unauthenticated_per_min?: number;
+  /** `POST /hooks/:source` per source and client address. Default 60000. */
+  hooks_per_min?: number;
+  /** `POST /v1/callbacks/:token` per client address. Default 6000. */
+  callbacks_per_min?: number;
+  /** `GET`/`POST /v1/approvals/:token` per client address. Default 600. */
+  approvals_per_min?: number;
+  /** Open `GET /v1/events` streams per tenant on one node. Default 100. */
+  sse_streams_per_tenant?: number;
+  /** Webhook endpoints a tenant may have. Default 20. */
+  webhook_endpoints_per_tenant?: number;
+  /** Signals older than this are pruned by the maintenance pass. Default 7 days. */
+  signal_retention_s?: number;
+}
+
+export type Limits = Required<LimitsConfig>;
+
+export const DEFAULT_LIMITS: Limits = {
+  api_per_min: 6000,
+  unauthenticated_per_min: 300,
+  hooks_per_min: 60_000,
+  callbacks_per_min: 6000,
+  approvals_per_min: 600,
+  sse_streams_per_tenant: 100,
+  webhook_endpoints_per_tenant: 20,
+  signal_retention_s: 7 * 86_400,
+};
+
+/** The limits with defaults filled in; throws CONFIG_INVALID naming the bad key. */
+export function resolveLimits(value: unknown): Limits {
+  if (value === undefined || value === null) return { ...DEFAULT_LIMITS };
+  if (typeof value !== "object" || Array.isArray(value)) {
+    throw new LonghaulError("CONFIG_INVALID", 'limits must be an object such as {"api_per_min": 6000}.');
+  }
+  const given = value as Record<string, unknown>;
+  const out: Limits = { ...DEFAULT_LIMITS };
+  for (const [key, v] of Object.entries(given)) {
+    if (!(key in DEFAULT_LIMITS)) {
+      throw new LonghaulError(
+        "CONFIG_INVALID",
+        `Unknown limit "limits.${key}"; known: ${Object.keys(DEFAULT_LIMITS).join(", ")}.`,
+      );
+    }
+    if (v === undefined) continue;
+    if (key === "signal_retention_s") {
+      if (typeof v !== "number" || !Number.isFinite(v) || v <= 0) {
+        throw new LonghaulError(
+          "CONFIG_INVALID",
+          "limits.signal_retention_s must be a positive number of seconds.",
+        );
+      }
+    } else if (typeof v !== "number" || !Number.isInteger(v) || v < 0) {
+      throw new LonghaulError("CONFIG_INVALID", `limits.${key} must be a whole number, 0 to turn it off.`);
+    }
+    out[key as keyof Limits] = v;
+  }
+  return out;
+}

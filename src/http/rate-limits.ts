@@ -1,0 +1,130 @@
+import fastifyRateLimit from "@fastify/rate-limit";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { LonghaulError } from "../core/errors.ts";
+import type { Limits } from "../core/limits.ts";
+
+type Kind = "api" | "unauthenticated" | "hooks" | "callbacks" | "approvals";
+type Check = ReturnType<FastifyInstance["createRateLimit"]>;
+type AuthHook = (req: FastifyRequest, reply: FastifyReply) => Promise<void>;
+
+const WINDOW_MS = 60_000;
+/** Buckets kept per limiter; the least recently used is forgotten past this. */
+const BUCKETS = 10_000;
+
+const what: Record<Kind, string> = {
+  api: "API requests for this tenant",
+  unauthenticated: "requests without a valid API key from this address",
+  hooks: "webhook deliveries to this source from this address",
+  callbacks: "callback requests from this address",
+  approvals: "approval requests from this address",
+};
+
+/** The public routes limited by client address, by the route they matched. */
+function publicKind(url: string | undefined): Kind | null {
+  if (url === "/hooks/:source") return "hooks";
+  if (url?.startsWith("/v1/callbacks/")) return "callbacks";
+  if (url?.startsWith("/v1/approvals/")) return "approvals";
+  return null;
+}
+
+export interface RateLimits {
+  /** Wraps an authentication hook so that its failures count against the client's address. */
+  failuresLimited(auth: AuthHook): AuthHook;
+  /**
+   * Wraps the tenant authentication hook of the API: a request whose key resolves counts
+   * against its tenant; one whose key is missing or unknown counts against its address, so
+   * made-up keys do not each get a bucket of their own.
+   */
+  authenticated(auth: AuthHook): AuthHook;
+}
+
+/**
+ * Request rates per tenant and per client address (`limits.*_per_min`), counted by
+ * `@fastify/rate-limit` in this node's memory in fixed one-minute windows. Over the limit:
+ * 429 `RATE_LIMITED` with `Retry-After` (seconds until the window ends). Each node counts on
+ * its own, so N nodes behind a balancer allow up to N times the limit. The address is the
+ * socket's peer: behind a proxy every client shares the proxy's address.
+ */
+export function installRateLimits(
+  app: FastifyInstance,
+  limits: Limits,
+  knownSource: (name: string) => boolean,
+): RateLimits {
+  app.register(fastifyRateLimit, { global: false });
+
+  const max: Record<Kind, number> = {
+    api: limits.api_per_min,
+    unauthenticated: limits.unauthenticated_per_min,
+    hooks: limits.hooks_per_min,
+    callbacks: limits.callbacks_per_min,
+    approvals: limits.approvals_per_min,
+  };
+  const keyOf: Record<Kind, (req: FastifyRequest) => string> = {
+    api: (req) => req.tenant.id,
+    unauthenticated: (req) => req.ip,
+    hooks: (req) => {
+      const source = (req.params as { source?: string }).source ?? "";
+      // Made-up source names share one bucket per address rather than minting new ones.
+      return `${knownSource(source) ? source : ""}\u0000${req.ip}`;
+    },
+    callbacks: (req) => req.ip,
+    approvals: (req) => req.ip,
+  };
+  const checks = new Map<Kind, Check>();
+
+  const check = async (kind: Kind, req: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const limit = max[kind];
+    if (limit === 0) return;
+    let c = checks.get(kind);
+    if (!c) {
+      // Created on first use: the plugin's decorator exists once the plugin has loaded.
+      c = app.createRateLimit({
+        max: limit,
+        timeWindow: WINDOW_MS,
+        keyGenerator: keyOf[kind],
+        cache: BUCKETS,
+      } as Parameters<FastifyInstance["createRateLimit"]>[0]);
+      checks.set(kind, c);
+    }
+    const r = await c(req);
+    if (r.isAllowed) return;
+    reply.header("x-ratelimit-limit", String(r.max));
+    reply.header("x-ratelimit-remaining", String(r.remaining));
+    reply.header("x-ratelimit-reset", String(r.ttlInSeconds));
+    if (!r.isExceeded) return;
+    const wait = Math.max(1, r.ttlInSeconds);
+    throw new LonghaulError(
+      "RATE_LIMITED",
+      `Too many ${what[kind]}: the limit is ${r.max} a minute; retry in ${wait} s.`,
+      { details: { retry_after_s: wait } },
+    );
+  };
+
+  app.addHook("onRequest", async (req, reply) => {
+    const kind = publicKind(req.routeOptions.url);
+    if (kind) await check(kind, req, reply);
+  });
+
+  const failuresLimited =
+    (auth: AuthHook): AuthHook =>
+    async (req, reply) => {
+      try {
+        await auth(req, reply);
+      } catch (err) {
+        if (err instanceof LonghaulError && err.code === "UNAUTHORIZED") {
+          await check("unauthenticated", req, reply);
+        }
+        throw err;
+      }
+    };
+  return {
+    failuresLimited,
+    authenticated: (auth) => {
+      const guarded = failuresLimited(auth);
+      return async (req, reply) => {
+        await guarded(req, reply);
+        await check("api", req, reply);
+      };
+    },
+  };
+}
