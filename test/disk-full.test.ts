@@ -83,10 +83,24 @@ function pageCountDisk(): Disk {
     dir: tmp.dir,
     how: "max_page_count",
     fill(db) {
+      // The file may not grow, and its free pages are taken by a filler table.
+      db.exec("CREATE TABLE IF NOT EXISTS test_disk_filler (b BLOB)");
       db.pragma(`max_page_count = ${db.pragma("page_count", { simple: true })}`);
+      const insert = db.prepare("INSERT INTO test_disk_filler VALUES (randomblob(?))");
+      for (const size of [4000, 500, 50]) {
+        for (;;) {
+          try {
+            insert.run(size);
+          } catch (err) {
+            if ((err as { code?: string }).code !== "SQLITE_FULL") throw err;
+            break;
+          }
+        }
+      }
     },
     free(db) {
       db.pragma("max_page_count = 1073741823");
+      db.exec("DELETE FROM test_disk_filler");
     },
     cleanup: tmp.cleanup,
   };
@@ -105,8 +119,14 @@ async function json(res: Response): Promise<{ status: number; body: any; retryAf
 
 const health = async (stack: Stack) => json(await fetch(`${stack.url}/healthz`));
 
+/**
+ * Bodies big enough to need new pages: under `max_page_count` a small row can still fit in
+ * space left on a page, where on a full disk every commit needs room in the WAL.
+ */
+const pad = "x".repeat(16_000);
+
 function signedHook(stack: Stack, eventId: string) {
-  const body = JSON.stringify({ id: eventId, type: "job.running", data: { job_id: "job_unknown" } });
+  const body = JSON.stringify({ id: eventId, type: "job.running", data: { job_id: "job_unknown", pad } });
   const ts = Math.floor(Date.now() / 1000);
   return fetch(`${stack.url}/hooks/sim`, {
     method: "POST",
@@ -176,7 +196,7 @@ describe("a full disk under the SQLite data directory", () => {
     };
 
     const refused = await stack.api("/v1/tasks", {
-      body: { type: "demo.echo", input: { text: "during" }, client_request_id: "during-1" },
+      body: { type: "demo.echo", input: { text: `during ${pad}` }, client_request_id: "during-1" },
     });
     assert.equal(refused.status, 503, JSON.stringify(refused.body));
     assert.equal(refused.body.error.code, "STORAGE_FULL");
@@ -192,7 +212,7 @@ describe("a full disk under the SQLite data directory", () => {
     assert.equal(hook.body.error.code, "STORAGE_FULL");
     assert.equal(hook.retryAfter, "5");
 
-    const posted = await json(await postJson(callbackUrl, { answer: 42 }));
+    const posted = await json(await postJson(callbackUrl, { answer: 42, pad }));
     assert.equal(posted.status, 503, JSON.stringify(posted.body));
     assert.equal(posted.body.error.code, "STORAGE_FULL");
     assert.equal(posted.retryAfter, "5");
@@ -216,7 +236,7 @@ describe("a full disk under the SQLite data directory", () => {
 
     // The refused submit is sent again as it was, and is taken now; so are new ones.
     const retried = await stack.api("/v1/tasks", {
-      body: { type: "demo.echo", input: { text: "during" }, client_request_id: "during-1" },
+      body: { type: "demo.echo", input: { text: `during ${pad}` }, client_request_id: "during-1" },
     });
     assert.equal(retried.status, 202, JSON.stringify(retried.body));
     accepted.push(retried.body.task_id);
@@ -224,7 +244,7 @@ describe("a full disk under the SQLite data directory", () => {
     assert.equal(later.status, 202);
     accepted.push(later.body.task_id);
     assert.equal((await json(await signedHook(stack, "evt_disk_full"))).status, 200);
-    assert.equal((await json(await postJson(callbackUrl, { answer: 42 }))).status, 200);
+    assert.equal((await json(await postJson(callbackUrl, { answer: 42, pad }))).status, 200);
 
     for (const id of accepted) {
       const task = await waitFor(
@@ -240,7 +260,12 @@ describe("a full disk under the SQLite data directory", () => {
     const outputs = await Promise.all(
       accepted.map(async (id) => (await stack.api(`/v1/tasks/${id}`)).body.output),
     );
-    assert.deepEqual(outputs, [{ answer: 42 }, { text: "before" }, { text: "during" }, { text: "after" }]);
+    assert.deepEqual(outputs, [
+      { answer: 42, pad },
+      { text: "before" },
+      { text: `during ${pad}` },
+      { text: "after" },
+    ]);
   });
 });
 
