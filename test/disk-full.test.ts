@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Client } from "pg";
 import { LonghaulError } from "../src/core/errors.ts";
+import { defineTask } from "../src/core/task-type.ts";
 import { signStandardWebhook } from "../src/ingress/standard-webhooks.ts";
 import { resourceError } from "../src/store/postgres/pool.ts";
 import { PostgresStore } from "../src/store/postgres/postgres-store.ts";
@@ -143,6 +144,12 @@ function signedHook(stack: Stack, eventId: string) {
 const postJson = (url: string, body: unknown) =>
   fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
 
+/** A task whose timer falls due while the disk is full, so the worker has work it cannot claim. */
+const nap = defineTask("test.nap", async (_input, step) => {
+  await step.sleep("nap", "300ms");
+  return "rested";
+});
+
 describe("a full disk under the SQLite data directory", () => {
   let disk: Disk;
   let stack: Stack;
@@ -152,7 +159,7 @@ describe("a full disk under the SQLite data directory", () => {
       console.warn("\n!!! tmpfs could not be mounted here: the full disk is SQLite's max_page_count.\n");
     }
     // Webhooks the simulator gives up on while the disk is full are made up by the reconciler.
-    stack = await startStack({ dbPath: join(disk.dir, "longhaul.db"), pollAfterMs: 1000 });
+    stack = await startStack({ dbPath: join(disk.dir, "longhaul.db"), pollAfterMs: 1000, taskTypes: [nap] });
   });
   after(async () => {
     try {
@@ -166,6 +173,17 @@ describe("a full disk under the SQLite data directory", () => {
   test("answers 503 STORAGE_FULL with Retry-After, reports /healthz degraded, and every accepted task succeeds once space is back", async () => {
     assert.deepEqual((await health(stack)).body, { status: "ok", store: "ok" });
     const accepted: string[] = [];
+    // Claims the store refuses for lack of space, the first even if it began before the fill.
+    let refusedClaims = 0;
+    const claim = stack.store.claim.bind(stack.store);
+    stack.store.claim = async (...args) => {
+      try {
+        return await claim(...args);
+      } catch (err) {
+        if (err instanceof LonghaulError && err.code === "STORAGE_FULL") refusedClaims++;
+        throw err;
+      }
+    };
 
     // Accepted before the disk fills: one waits on a callback, one is a job in flight.
     const cb = await stack.api("/v1/tasks", { body: { type: "demo.callback", input: {} } });
@@ -181,6 +199,17 @@ describe("a full disk under the SQLite data directory", () => {
       10_000,
       "the callback URL",
     );
+    const napping = await stack.api("/v1/tasks", { body: { type: "test.nap", input: {} } });
+    assert.equal(napping.status, 202);
+    accepted.push(napping.body.task_id);
+    await waitFor(
+      async () => {
+        const t = await stack.api(`/v1/tasks/${napping.body.task_id}`);
+        return t.body.steps?.find((s: { id: string }) => s.id === "nap")?.status === "waiting";
+      },
+      10_000,
+      "the nap to start",
+    );
     const echo = await stack.api("/v1/tasks", {
       body: { type: "demo.echo", input: { text: "before", delay_ms: 300 } },
     });
@@ -188,13 +217,6 @@ describe("a full disk under the SQLite data directory", () => {
     accepted.push(echo.body.task_id);
 
     disk.fill(stack.store.db);
-    let claims = 0;
-    const claim = stack.store.claim.bind(stack.store);
-    stack.store.claim = (...args) => {
-      claims++;
-      return claim(...args);
-    };
-
     const refused = await stack.api("/v1/tasks", {
       body: { type: "demo.echo", input: { text: `during ${pad}` }, client_request_id: "during-1" },
     });
@@ -217,10 +239,11 @@ describe("a full disk under the SQLite data directory", () => {
     assert.equal(posted.body.error.code, "STORAGE_FULL");
     assert.equal(posted.retryAfter, "5");
 
-    // The worker keeps running without spinning: it pauses after each refused write.
-    await sleep(2000);
-    assert.ok(claims > 0, "the worker kept trying to claim work");
-    assert.ok(claims < 100, `the worker claimed ${claims} times in 2 s while the disk was full`);
+    // The worker keeps running, and backs off: after a claim refused for lack of space it
+    // waits as long as Retry-After says before it tries again (a 200 ms pause made about ten).
+    await sleep(3000);
+    assert.ok(refusedClaims >= 1, "the nap's timer fell due and the worker tried to claim it");
+    assert.ok(refusedClaims <= 2, `${refusedClaims} claims were refused in 3 s while the disk was full`);
     assert.deepEqual((await health(stack)).body, { status: "degraded", store: "full" });
 
     disk.free(stack.store.db);
@@ -262,6 +285,7 @@ describe("a full disk under the SQLite data directory", () => {
     );
     assert.deepEqual(outputs, [
       { answer: 42, pad },
+      "rested",
       { text: "before" },
       { text: `during ${pad}` },
       { text: "after" },
