@@ -8,7 +8,7 @@ import { Client } from "pg";
 import { LonghaulError } from "../src/core/errors.ts";
 import { defineTask } from "../src/core/task-type.ts";
 import { signStandardWebhook } from "../src/ingress/standard-webhooks.ts";
-import { resourceError } from "../src/store/postgres/pool.ts";
+import { resourceError, unavailable } from "../src/store/postgres/pool.ts";
 import { PostgresStore } from "../src/store/postgres/postgres-store.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
 import type { NewTask } from "../src/store/store.ts";
@@ -341,7 +341,7 @@ describe("the SQLite store at max_page_count", () => {
 describe("PostgreSQL insufficient-resources errors", () => {
   const pgError = (code: string, message: string) => Object.assign(new Error(message), { code });
 
-  test("53100 disk_full is STORAGE_FULL; 53000, 53200 and 53300 are STORE_UNAVAILABLE; all 503 with Retry-After", () => {
+  test("53100 disk_full is STORAGE_FULL; 53000, 53200, 53300 and an unreachable server are STORE_UNAVAILABLE; all 503 with Retry-After", () => {
     const full = resourceError(pgError("53100", 'could not extend file "base/1/2": No space left on device'));
     assert.ok(full && isStorageFull(full));
     assert.match(full.message, /No space left on device/);
@@ -351,6 +351,8 @@ describe("PostgreSQL insufficient-resources errors", () => {
       assert.equal(e?.httpStatus, 503);
       assert.equal(e?.details?.retry_after_s, 5);
     }
+    // An unreachable server (connection refused, too many connections at connect) likewise.
+    assert.equal(unavailable(pgError("ECONNREFUSED", "connect ECONNREFUSED")).details?.retry_after_s, 5);
     assert.equal(resourceError(pgError("23505", "duplicate key")), null);
     assert.equal(resourceError(pgError("53400", "configuration limit exceeded")), null);
     assert.equal(resourceError(null), null);
