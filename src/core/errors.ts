@@ -41,6 +41,7 @@ export const errorStatus = {
   DECISION_DUPLICATE: 409,
   WAIT_CANCELED: 410,
   STORE_UNAVAILABLE: 503,
+  STORAGE_FULL: 503,
   CONFIG_INVALID: 500,
   INTERNAL: 500,
   JWKS_UNAVAILABLE: 503,
@@ -76,6 +77,22 @@ export class LonghaulError extends Error {
   get httpStatus(): number {
     return errorStatus[this.code];
   }
+}
+
+/** How long a client is told to wait (Retry-After) before retrying a write refused for lack of space. */
+export const STORAGE_FULL_RETRY_AFTER_S = 5;
+
+/**
+ * The error for a write the database could not make because its disk is full. Nothing of the
+ * operation was applied, so the client can send it again unchanged; 503 with Retry-After.
+ */
+export function storageFull(store: string, cause: unknown): LonghaulError {
+  const why = cause instanceof Error ? cause.message : String(cause);
+  return new LonghaulError(
+    "STORAGE_FULL",
+    `The ${store} database has no space left to write (${why}); nothing was saved. Retry in a few seconds; an operator must free disk space.`,
+    { cause, details: { retry_after_s: STORAGE_FULL_RETRY_AFTER_S } },
+  );
 }
 
 /** Thrown by task code: fail now, do not retry. */

@@ -1,6 +1,7 @@
 import { hostname } from "node:os";
+import { setTimeout as delay } from "node:timers/promises";
 import { backoffMs } from "../core/backoff.ts";
-import { LonghaulError } from "../core/errors.ts";
+import { LonghaulError, STORAGE_FULL_RETRY_AFTER_S } from "../core/errors.ts";
 import type { Lease, WorkItem, WorkKind } from "../store/store.ts";
 import { advance } from "./advance.ts";
 import { applyEvent } from "./apply-event.ts";
@@ -57,6 +58,8 @@ export class Worker {
   private unsubscribe: () => void = () => {};
   private lastRecovery = 0;
   private readonly releaseOrphans: boolean;
+  /** Aborted by stop(), so a pause after a failed store call does not hold the shutdown. */
+  private halt = new AbortController();
 
   constructor(
     private readonly d: EngineDeps,
@@ -72,6 +75,7 @@ export class Worker {
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
+    this.halt = new AbortController();
     this.unsubscribe = this.d.store.onWork(() => this.poke());
     this.loopDone = this.loop().catch((err) => this.d.log.error({ err }, "worker loop crashed"));
   }
@@ -80,6 +84,7 @@ export class Worker {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    this.halt.abort();
     this.unsubscribe();
     this.poke();
     await this.loopDone;
@@ -182,7 +187,12 @@ export class Worker {
     } catch (err) {
       if (!(err instanceof LonghaulError && err.code === "LEASE_LOST")) {
         this.d.log.error({ err }, "store call failed");
-        await new Promise((r) => setTimeout(r, 200));
+        // A full disk stays full for a while: try again no sooner than clients are told to
+        // (Retry-After), instead of failing a write every few hundred milliseconds.
+        const full = err instanceof LonghaulError && err.code === "STORAGE_FULL";
+        await delay(full ? STORAGE_FULL_RETRY_AFTER_S * 1000 : 200, undefined, {
+          signal: this.halt.signal,
+        }).catch(() => {});
       }
       return undefined;
     }

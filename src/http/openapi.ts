@@ -110,7 +110,9 @@ export const openapi = {
     "/v1/admin/tenants/{id}/usage": { get: op("A tenant's usage") },
     "/v1/admin/events": { get: op("The inbox of deliveries (source, status)") },
     "/v1/admin/events/{id}/replay": { post: op("Apply an inbox event again") },
-    "/healthz": { get: op("Health; 503 degraded while the database is unreachable", noAuth) },
+    "/healthz": {
+      get: op("Health; 503 degraded while the database is unreachable or its disk is full", noAuth),
+    },
     "/metrics": { get: op("Prometheus metrics", noAuth) },
     "/openapi.json": { get: op("This document: the HTTP API as OpenAPI 3.1", noAuth) },
   },

@@ -86,7 +86,9 @@ export function buildServer(d: ServerDeps): FastifyInstance {
 
   app.get("/healthz", async (_req, reply) => {
     const store = await d.store.health().catch(() => "degraded" as const);
-    return reply.status(store === "ok" ? 200 : 503).send({ status: store, store });
+    return reply
+      .status(store === "ok" ? 200 : 503)
+      .send({ status: store === "ok" ? "ok" : "degraded", store });
   });
 
   // No identifier holds a NUL, and PostgreSQL text cannot even be queried with one.

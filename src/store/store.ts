@@ -21,8 +21,11 @@ export interface Store {
   /** Applies pending migrations; refuses a schema newer than this code (SCHEMA_TOO_NEW). */
   migrate(): Promise<{ from: number; to: number }>;
   close(): Promise<void>;
-  /** `degraded` while the database cannot be reached (PostgreSQL restarting); for /healthz. */
-  health(): Promise<"ok" | "degraded">;
+  /**
+   * For /healthz: `degraded` while the database cannot be reached (PostgreSQL restarting);
+   * `full` from a write refused for lack of disk space (STORAGE_FULL) until writes succeed again.
+   */
+  health(): Promise<"ok" | "degraded" | "full">;
 
   // ── tenants ──
   /** Creates a tenant with one API key (given as its hash). */

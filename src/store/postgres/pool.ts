@@ -1,5 +1,5 @@
 import { type ClientConfig, type CustomTypesConfig, Pool, types } from "pg";
-import { LonghaulError } from "../../core/errors.ts";
+import { LonghaulError, STORAGE_FULL_RETRY_AFTER_S, storageFull } from "../../core/errors.ts";
 
 /** Where a PostgreSQL store lives: the server, and the schema that holds its tables. */
 export interface PostgresTarget {
@@ -106,8 +106,29 @@ export function unavailable(cause: unknown): LonghaulError {
   return new LonghaulError(
     "STORE_UNAVAILABLE",
     `PostgreSQL is unreachable (${why}). The operation may not have been applied; retry it once the database is back.`,
-    { cause },
+    { cause, details: { retry_after_s: STORAGE_FULL_RETRY_AFTER_S } },
   );
+}
+
+/**
+ * Class 53 (insufficient resources) as the error a caller sees: the statement failed and its
+ * transaction was rolled back, so the operation can be sent again once the server has room.
+ * 53100 disk_full is STORAGE_FULL; out of memory (53200), too many connections (53300) and
+ * the class itself (53000) are STORE_UNAVAILABLE; both are 503 with Retry-After. Null for
+ * any other error.
+ */
+export function resourceError(err: unknown): LonghaulError | null {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === "53100") return storageFull("PostgreSQL", err);
+  if (code === "53000" || code === "53200" || code === "53300") {
+    const why = err instanceof Error ? err.message : String(err);
+    return new LonghaulError(
+      "STORE_UNAVAILABLE",
+      `PostgreSQL is out of resources (${why}); nothing was saved. Retry in a few seconds.`,
+      { cause: err, details: { retry_after_s: STORAGE_FULL_RETRY_AFTER_S } },
+    );
+  }
+  return null;
 }
 
 /** The URL without its password, for messages. */

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Pool } from "pg";
 import { type Clock, systemClock } from "../../core/clock.ts";
-import type { ErrorInfo } from "../../core/errors.ts";
+import { type ErrorInfo, LonghaulError } from "../../core/errors.ts";
 import { type IdGenerator, ulidGenerator } from "../../core/ids.ts";
 import type { JobStatus } from "../../core/job-state.ts";
 import type { Quotas } from "../../core/quotas.ts";
@@ -92,8 +92,13 @@ export class PostgresStore implements Store {
   onTaskEvents(fn: (tenantId: string, seq: number) => void): () => void {
     return this.notifier.onTaskEvents(fn);
   }
-  /** "degraded" when the database does not answer `SELECT 1` promptly, or LISTEN is down. */
-  async health(): Promise<"ok" | "degraded"> {
+  /**
+   * "degraded" when the database does not answer `SELECT 1` promptly, or LISTEN is down;
+   * "full" from a write refused with disk_full until a write commits again. Only a write
+   * shows that space is back, so while full each call tries one (see probeWrite).
+   */
+  async health(): Promise<"ok" | "degraded" | "full"> {
+    if (this.tx.storageFull) return this.probeWrite();
     const probe = this.pool.query("SELECT 1");
     probe.catch(() => {});
     let timer: NodeJS.Timeout | undefined;
@@ -103,6 +108,43 @@ export class PostgresStore implements Store {
     const answer = probe.then(
       () => (this.notifier.healthy ? ("ok" as const) : ("degraded" as const)),
       () => "degraded" as const,
+    );
+    try {
+      return await Promise.race([answer, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async probeWrite(): Promise<"ok" | "degraded" | "full"> {
+    // Room for a typical operation, not just a row version on a page with space left: a
+    // 64 KiB value that does not compress, written and deleted again.
+    const write = this.tx.write(async (c) => {
+      await c.sql.run(
+        `INSERT INTO meta (key, value)
+         SELECT 'storage_probe', string_agg(md5(random()::text), '') FROM generate_series(1, 2048)
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+      );
+      await c.sql.run("DELETE FROM meta WHERE key = 'storage_probe'");
+      await c.sql.run(
+        `INSERT INTO meta (key, value) VALUES ('storage_probe_at', $1)
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+        [String(c.clock.now())],
+      );
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<"degraded">((resolve) => {
+      timer = setTimeout(() => resolve("degraded"), HEALTH_TIMEOUT_MS);
+    });
+    const answer = write.then(
+      () => {
+        this.tx.storageFull = false;
+        return this.notifier.healthy ? ("ok" as const) : ("degraded" as const);
+      },
+      (err: unknown) =>
+        err instanceof LonghaulError && err.code === "STORAGE_FULL"
+          ? ("full" as const)
+          : ("degraded" as const),
     );
     try {
       return await Promise.race([answer, timeout]);

@@ -3,7 +3,7 @@ import type { Clock } from "../../core/clock.ts";
 import type { IdGenerator } from "../../core/ids.ts";
 import { type Ctx, type Effects, Sql } from "./db.ts";
 import { type AppendedEvent, appendTaskEvents } from "./event-log.ts";
-import { isConnectionError, type PostgresTarget, unavailable } from "./pool.ts";
+import { isConnectionError, type PostgresTarget, resourceError, unavailable } from "./pool.ts";
 
 /** Who hears of this process's commits (the notifier). */
 export interface CommitHooks {
@@ -47,6 +47,16 @@ export class Transactions {
     },
     private readonly hooks: CommitHooks,
   ) {}
+
+  /** Set when a statement failed with disk_full; the store's health check clears it. */
+  storageFull = false;
+
+  /** A failed operation's error as its caller sees it; notes a full disk for health(). */
+  private surface(err: unknown): unknown {
+    const mapped = resourceError(err);
+    if (mapped?.code === "STORAGE_FULL") this.storageFull = true;
+    return mapped ?? err;
+  }
 
   /** A read-write transaction; its task events and work wake-ups are announced at commit. */
   write<T>(op: (c: Ctx) => Promise<T>): Promise<T> {
@@ -122,7 +132,7 @@ export class Transactions {
             await client.query("ROLLBACK");
           } catch (rollbackErr) {
             release(asError(rollbackErr));
-            throw isConnectionError(rollbackErr) ? unavailable(err) : err;
+            throw isConnectionError(rollbackErr) ? unavailable(err) : this.surface(err);
           }
         }
         release();
@@ -130,7 +140,7 @@ export class Transactions {
           await pause(attempt);
           continue;
         }
-        throw err;
+        throw this.surface(err);
       }
       if (effects.work || events.length > 0) this.hooks.committed(effects.work, events);
       return value;

@@ -1,6 +1,7 @@
 import type { Statement } from "better-sqlite3";
 import Database from "better-sqlite3";
 import type { Clock } from "../../core/clock.ts";
+import { storageFull } from "../../core/errors.ts";
 import type { IdGenerator } from "../../core/ids.ts";
 
 type Params = readonly unknown[];
@@ -52,4 +53,18 @@ export function openDatabase(path: string): Database.Database {
   db.pragma("foreign_keys = ON");
   db.pragma("busy_timeout = 5000");
   return db;
+}
+
+/**
+ * SQLite answers SQLITE_FULL when the file system has no space left (or the file reached
+ * `max_page_count`). Nothing of the failed write is kept, so callers see STORAGE_FULL (503,
+ * retry later) instead of an internal error.
+ */
+export function isStorageFull(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === "SQLITE_FULL";
+}
+
+/** `err` as the error a caller should see: STORAGE_FULL for a full disk, else unchanged. */
+export function storageError(err: unknown): unknown {
+  return isStorageFull(err) ? storageFull("SQLite", err) : err;
 }

@@ -1,4 +1,5 @@
 import type { Database } from "better-sqlite3";
+import { isStorageFull, storageError } from "./db.ts";
 
 interface Pending {
   op: (db: Database) => unknown;
@@ -30,6 +31,9 @@ export class GroupCommit {
         try {
           return { ok: true, value: savepoint(p)() };
         } catch (error) {
+          // A full disk can fail a statement that spills pages, and SQLite may then have rolled
+          // back the whole transaction: the rest of the batch must not run outside of it.
+          if (isStorageFull(error) || !db.inTransaction) throw error;
           return { ok: false, error };
         }
       }),
@@ -56,13 +60,14 @@ export class GroupCommit {
         this.commits++;
       } catch (error) {
         // The COMMIT itself failed (disk full, I/O error): nothing in the batch is durable.
-        for (const p of batch) p.reject(error);
+        const mapped = storageError(error);
+        for (const p of batch) p.reject(mapped);
         continue;
       }
       batch.forEach((p, i) => {
         const r = results[i]!;
         if (r.ok) p.resolve(r.value);
-        else p.reject(r.error);
+        else p.reject(storageError(r.error));
       });
     }
   }

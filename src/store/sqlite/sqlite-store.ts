@@ -3,7 +3,7 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import type Database from "better-sqlite3";
 import { type Clock, systemClock } from "../../core/clock.ts";
-import type { ErrorInfo } from "../../core/errors.ts";
+import { type ErrorInfo, LonghaulError } from "../../core/errors.ts";
 import { type IdGenerator, ulidGenerator } from "../../core/ids.ts";
 import type { JobStatus } from "../../core/job-state.ts";
 import type { Quotas } from "../../core/quotas.ts";
@@ -54,6 +54,8 @@ export class SqliteStore implements Store {
   private readonly writer: GroupCommit;
   private readonly signals = new EventEmitter();
   private readonly taskEventListeners = new Set<(tenantId: string, seq: number) => void>();
+  /** Set when a write failed for lack of disk space; cleared once a probe write commits. */
+  private storageFull = false;
 
   constructor(opts: SqliteStoreOptions) {
     if (opts.path !== ":memory:") mkdirSync(dirname(opts.path), { recursive: true });
@@ -84,6 +86,10 @@ export class SqliteStore implements Store {
         // Resolved only after COMMIT: the events announced here are durable.
         if (appended) this.announce(appended);
         return v;
+      })
+      .catch((err: unknown) => {
+        if (err instanceof LonghaulError && err.code === "STORAGE_FULL") this.storageFull = true;
+        throw err;
       });
   }
 
@@ -111,8 +117,30 @@ export class SqliteStore implements Store {
     return () => this.signals.off("work", fn);
   }
 
-  async health(): Promise<"ok" | "degraded"> {
-    return this.db.open ? "ok" : "degraded";
+  /**
+   * "full" from the first write refused for lack of disk space until a write commits again.
+   * Only a write shows that space is back, so while full each call tries one that needs room
+   * for a typical operation (a 64 KiB row, deleted again), not just a page rewritten in place.
+   */
+  async health(): Promise<"ok" | "degraded" | "full"> {
+    if (!this.db.open) return "degraded";
+    if (!this.storageFull) return "ok";
+    try {
+      await this.write(({ sql, clock }) => {
+        sql.run(
+          "INSERT INTO meta (key, value) VALUES ('storage_probe', hex(randomblob(32768))) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        );
+        sql.run("DELETE FROM meta WHERE key = 'storage_probe'");
+        sql.run(
+          "INSERT INTO meta (key, value) VALUES ('storage_probe_at', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+          String(clock.now()),
+        );
+      });
+      this.storageFull = false;
+      return "ok";
+    } catch {
+      return this.storageFull ? "full" : "degraded";
+    }
   }
   async migrate() {
     return migrate(this.db, this.c.clock.now());
