@@ -63,6 +63,36 @@ describe("when conditions", () => {
   });
 });
 
+describe("template references", () => {
+  test("a graph holds at most 1000 references in all; more is refused naming the node", () => {
+    const refs = (n: number) => "{{ input.a }}".repeat(n);
+    const half = { id: "a", kind: "job", with: { input: { x: refs(500) } } };
+    assert.equal(validateGraph({ nodes: [half, { ...half, id: "b" }] }).nodes.length, 2);
+    refusedWith(
+      () =>
+        validateGraph({ nodes: [half, { ...half, id: "b", with: { input: [refs(500), "{{ input.b }}"] } }] }),
+      "VALIDATION_FAILED",
+      /^Node "b", with.input\[1\]: a graph holds at most 1000 "\{\{ … \}\}" references in all/,
+    );
+    refusedWith(
+      () => validateGraph({ nodes: [{ id: "a", kind: "job", with: { input: refs(1_000_000) } }] }),
+      "VALIDATION_FAILED",
+      /^Node "a", with.input: a graph holds at most 1000/,
+    );
+  });
+
+  test("a reference longer than 1024 characters is refused without echoing it whole", () => {
+    refusedWith(
+      () =>
+        validateGraph({
+          nodes: [{ id: "a", kind: "job", with: { input: `{{ input.${"a".repeat(2000)} }}` } }],
+        }),
+      "VALIDATION_FAILED",
+      /^Node "a", with.input: "\{\{ input\.a+\.\.\. \}\}" is 2\d{3} characters long; a reference is at most 1024\.$/,
+    );
+  });
+});
+
 describe("JSON depth", () => {
   test("nesting is counted without recursion, and brackets inside strings do not count", () => {
     assert.equal(nestsDeeperThan(deepArray(MAX_JSON_DEPTH)), false);

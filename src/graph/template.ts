@@ -23,11 +23,23 @@ const SEGMENT = /^[A-Za-z0-9_-]+$/;
 export const MAX_WHEN_LENGTH = 1024;
 /** The longest reference accepted between `{{` and `}}`, in characters. */
 export const MAX_PATH_LENGTH = 1024;
+/**
+ * The most references a graph may hold, in all its strings together. Each costs a parse at
+ * submit and a lookup when its node starts, so the work a graph can ask for stays bounded.
+ */
+export const MAX_REFERENCES = 1000;
 const WHEN_FORMS =
   'write "{{ path }}", or "{{ path }} == literal" or "{{ path }} != literal" where the literal is true, false, null, a number or a "double-quoted string"';
 
 function invalid(message: string): LonghaulError {
   return new LonghaulError("VALIDATION_FAILED", message);
+}
+
+/** The error for a graph, or a string, holding more than MAX_REFERENCES references. */
+export function tooManyReferences(): LonghaulError {
+  return invalid(
+    `a graph holds at most ${MAX_REFERENCES} "{{ … }}" references in all; pass large data as one reference to an object instead.`,
+  );
 }
 
 /** Long text quoted in a message is cut short, so an error never echoes a whole body back. */
@@ -64,13 +76,18 @@ export function parsePath(raw: string): TemplatePath {
   throw invalid(`"{{ ${text} }}" starts with "${root}"; a path starts with "input" or "nodes".`);
 }
 
-/** Splits a string into literal text and references. Throws VALIDATION_FAILED on a malformed `{{ … }}`. */
-export function parseTemplate(s: string): TemplatePart[] {
+/**
+ * Splits a string into literal text and references. Throws VALIDATION_FAILED on a malformed
+ * `{{ … }}`, or when the string holds more than `maxReferences` references.
+ */
+export function parseTemplate(s: string, maxReferences: number = MAX_REFERENCES): TemplatePart[] {
   const parts: TemplatePart[] = [];
   let at = 0;
+  let references = 0;
   for (;;) {
     const open = s.indexOf("{{", at);
     if (open < 0) break;
+    if (++references > maxReferences) throw tooManyReferences();
     const close = s.indexOf("}}", open + 2);
     if (close < 0) throw invalid(`"${clip(s)}" opens "{{" without a closing "}}".`);
     if (open > at) parts.push(s.slice(at, open));
