@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { request } from "node:http";
 import { after, before, describe, test } from "node:test";
 import { MAX_DURATION_MS, toMs } from "../src/core/duration.ts";
 import { LonghaulError } from "../src/core/errors.ts";
@@ -13,6 +14,32 @@ import { SIM_SECRET, type Stack, startStack } from "./stack.ts";
 const DEEP = 100_000;
 const deepArray = (n: number) => `${"[".repeat(n)}${"]".repeat(n)}`;
 const nowS = () => Math.floor(Date.now() / 1000);
+
+/** POSTs ready bytes with node:http, so the client does as little work as it can. */
+function postBytes(url: string, key: string, body: Buffer): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${key}`,
+          "content-type": "application/json",
+          "content-length": body.length,
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () =>
+          resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString("utf8")) }),
+        );
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
 
 function refusedWith(fn: () => unknown, code: string, pattern: RegExp) {
   assert.throws(fn, (err: unknown) => {
@@ -129,11 +156,12 @@ describe("durations", () => {
     );
     refusedWith(() => toMs("999999999999d"), "VALIDATION_FAILED", /"999999999999d" is longer/);
     refusedWith(() => toMs(MAX_DURATION_MS + 1), "VALIDATION_FAILED", /longer than/);
+    refusedWith(() => toMs(`${"0".repeat(40)}1s` as "1s"), "VALIDATION_FAILED", /is not a duration/);
   });
 });
 
-const sleepForever = defineTask("test.sleep-forever", async (_input, step) => {
-  await step.sleep("forever", "999999999999d");
+const sleepForever = defineTask("test.sleep-forever", async (input: { d?: string }, step) => {
+  await step.sleep("forever", (input.d ?? "999999999999d") as "1s");
   return "woke";
 });
 const callbackForever = defineTask("test.callback-forever", async (_input, step) =>
@@ -189,13 +217,14 @@ describe("request input over HTTP", () => {
     const body = JSON.stringify(graph(`{{a}}${" ".repeat(1024 * 1024 - frame.length - 16)}y`));
     assert.ok(body.length <= 1024 * 1024 && body.length > 1024 * 1024 - 64, `${body.length}`);
     const tasksBefore = count("SELECT count(*) AS n FROM tasks");
-    // The bound is the issue's. On a shared, loaded machine one upload of 1 MB over loopback
-    // can take longer than that by itself, so the best of a few attempts is what is judged;
+    // The bound is the issue's. The server shares this process and a loaded machine with the
+    // client, so the body goes out as ready bytes, and the best of a few attempts is judged;
     // before the fix each attempt held the event loop for minutes.
+    const bytes = Buffer.from(body);
     const times: number[] = [];
-    for (let attempt = 0; attempt < 8 && !times.some((t) => t < 100); attempt++) {
+    for (let attempt = 0; attempt < 10 && !times.some((t) => t < 100); attempt++) {
       const started = performance.now();
-      const [r] = await Promise.all([stack.api("/v1/tasks", { body }), healthy()]);
+      const [r] = await Promise.all([postBytes(`${stack.url}/v1/tasks`, stack.key, bytes), healthy()]);
       times.push(performance.now() - started);
       assert.equal(r.status, 400, JSON.stringify(r.body));
       assert.equal(r.body.error.code, "VALIDATION_FAILED");
@@ -301,6 +330,13 @@ describe("request input over HTTP", () => {
     assert.equal(t.error.code, "VALIDATION_FAILED");
     assert.match(t.error.message, /^step\.sleep\("forever"\): "999999999999d" is longer than/);
     assert.equal(t.steps.length, 0, "no wait was registered");
+  });
+
+  test("a duration that is not one fails the task at once too, naming the step", async () => {
+    const t = await end(await submit("test.sleep-forever", { d: "soon" }));
+    assert.equal(t.status, "failed");
+    assert.equal(t.error.code, "VALIDATION_FAILED");
+    assert.match(t.error.message, /^step\.sleep\("forever"\): "soon" is not a duration/);
   });
 
   test("a callback timeout over one year fails the task at once, naming the step", async () => {

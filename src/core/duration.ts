@@ -12,12 +12,14 @@ export const MAX_DURATION_MS = 365 * 86_400_000;
 const unitMs = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 // Anchored at both ends and unambiguous (digits, an optional dot and digits, a unit): a failed
 // match backtracks over the digits once, so the time is linear in the length of the text.
+// Text longer than any sensible duration is not matched at all.
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
+const MAX_DURATION_TEXT = 32;
 
 /** Milliseconds of `d`, with no upper bound; null when `d` is not a duration at all. */
 export function parseDuration(d: unknown): number | null {
   if (typeof d === "number") return Number.isFinite(d) && d >= 0 ? d : null;
-  if (typeof d !== "string") return null;
+  if (typeof d !== "string" || d.length > MAX_DURATION_TEXT) return null;
   const m = DURATION.exec(d);
   return m ? Math.round(Number(m[1]) * unitMs[m[2] as keyof typeof unitMs]) : null;
 }

@@ -19,20 +19,17 @@ const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 
 /**
- * Whether `text` nests objects and arrays deeper than `max`. One pass over the characters with
- * a counter, never recursion, so the check cannot itself overflow; brackets inside strings are
- * skipped. Text that is not JSON may be misjudged, which is harmless: parsing refuses it anyway.
+ * Whether `text` nests objects and arrays deeper than `max`. One pass over the text with a
+ * counter, never recursion, so the check cannot itself overflow. Strings are skipped with
+ * `indexOf`, so brackets inside them do not count and long strings cost little. Text that is
+ * not JSON may be misjudged, which is harmless: parsing refuses it anyway.
  */
 export function nestsDeeperThan(text: string, max: number = MAX_JSON_DEPTH): boolean {
   let depth = 0;
-  let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === BACKSLASH) i++;
-      else if (c === QUOTE) inString = false;
-    } else if (c === QUOTE) {
-      inString = true;
+    if (c === QUOTE) {
+      i = closingQuote(text, i + 1);
     } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
       if (++depth > max) return true;
     } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
@@ -40,6 +37,23 @@ export function nestsDeeperThan(text: string, max: number = MAX_JSON_DEPTH): boo
     }
   }
   return false;
+}
+
+/**
+ * The index of the quote that ends the string starting at `from`, or the end of the text. A
+ * quote after an odd run of backslashes is escaped; each run is counted once, between the
+ * previous quote and this one, so the whole walk stays linear.
+ */
+function closingQuote(text: string, from: number): number {
+  let at = from;
+  for (;;) {
+    const quote = text.indexOf('"', at);
+    if (quote < 0) return text.length;
+    let slashes = 0;
+    while (quote - slashes - 1 >= at && text.charCodeAt(quote - slashes - 1) === BACKSLASH) slashes++;
+    if (slashes % 2 === 0) return quote;
+    at = quote + 1;
+  }
 }
 
 /** The error for JSON nested deeper than MAX_JSON_DEPTH. */
