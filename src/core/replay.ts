@@ -189,12 +189,29 @@ export async function runTask(args: RunTaskArgs): Promise<RunResult> {
     }
   };
 
+  /**
+   * Builds a new wait's request. Bad options (an unparsable or over-long duration) are the
+   * task code's mistake and will be the same on every retry, so they fail the task at once,
+   * naming the step, instead of failing the registration and retrying forever.
+   */
+  const build = <R>(id: string, kind: StepKind, make: () => R): R | typeof INVALID => {
+    try {
+      return make();
+    } catch (err) {
+      if (!(err instanceof LonghaulError)) throw err;
+      halt(fail(err.code, `step.${stepMethod[kind]}("${id}"): ${err.message}`));
+      return INVALID;
+    }
+  };
+
   /** Registers a new wait (or replays a stored one) and blocks. */
   const wait = async <T>(id: string, kind: StepKind, request: (pos: number) => WaitRequest): Promise<T> => {
     const c = claim(id, kind);
     if (!c) return never<T>();
     if (c.stored) return replayOutcome<T>(id, c.stored);
-    const stored = await io(() => args.ports.registerWait(request(c.pos)));
+    const built = build(id, kind, () => request(c.pos));
+    if (built === INVALID) return never<T>();
+    const stored = await io(() => args.ports.registerWait(built));
     if (stored === FATAL) return never<T>();
     block();
     return never<T>();
@@ -261,12 +278,14 @@ export async function runTask(args: RunTaskArgs): Promise<RunResult> {
       let stored = c.stored;
       if (stored && stored.status !== "waiting") return replayOutcome<T>(id, stored);
       if (!stored) {
+        const timeoutMs = build(id, "callback", () => optionalMs(options.timeout) ?? defaultWaitMs);
+        if (timeoutMs === INVALID) return never<T>();
         const registered = await io(() =>
           args.ports.registerWait({
             kind: "callback",
             stepId: id,
             position: c.pos,
-            timeoutMs: optionalMs(options.timeout) ?? defaultWaitMs,
+            timeoutMs,
             verifySource: options.verify?.source ?? null,
           }),
         );
@@ -391,6 +410,17 @@ export async function runTask(args: RunTaskArgs): Promise<RunResult> {
 }
 
 const FATAL = Symbol("fatal");
+const INVALID = Symbol("invalid");
+
+/** The `step` method that makes each kind of step, as task code calls it. */
+const stepMethod: Record<StepKind, string> = {
+  run: "run",
+  job: "job",
+  callback: "callback",
+  approval: "approval",
+  sleep: "sleep",
+  wait_event: "waitForEvent",
+};
 
 function optionalMs(d: Duration | undefined): number | null {
   return d === undefined ? null : toMs(d);

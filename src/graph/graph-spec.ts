@@ -1,6 +1,12 @@
 import { LonghaulError } from "../core/errors.ts";
 import { checkWith } from "./node-with.ts";
-import { parseTemplate, parseWhen, type TemplatePath } from "./template.ts";
+import {
+  MAX_REFERENCES,
+  parseTemplate,
+  parseWhen,
+  type TemplatePath,
+  tooManyReferences,
+} from "./template.ts";
 
 /** The kinds of node a graph can hold; each is one step of the same name. */
 export const nodeKinds = ["job", "callback", "approval", "sleep"] as const;
@@ -98,7 +104,8 @@ export function validateGraph(input: unknown): GraphSpec {
   }
 
   const upstream = ancestors(nodes, sorted.order);
-  for (const node of nodes) checkReferences(node, upstream.get(node.id)!, indexOf);
+  const budget = { references: MAX_REFERENCES };
+  for (const node of nodes) checkReferences(node, upstream.get(node.id)!, indexOf, budget);
 
   return input.input === undefined ? { nodes } : { input: input.input, nodes };
 }
@@ -169,6 +176,7 @@ function checkReferences(
   node: GraphNode,
   upstream: ReadonlySet<string>,
   exists: ReadonlyMap<string, number>,
+  budget: { references: number },
 ) {
   const who = `Node "${node.id}"`;
   const refs: { path: TemplatePath; where: string }[] = [];
@@ -177,11 +185,16 @@ function checkReferences(
       if (!value.includes("{{")) return;
       let parts: ReturnType<typeof parseTemplate>;
       try {
-        parts = parseTemplate(value);
+        // At most one more than the graph has left, so an excess is found without parsing it all.
+        parts = parseTemplate(value, budget.references + 1);
       } catch (err) {
         throw invalid(`${who}, ${where}: ${(err as Error).message}`);
       }
-      for (const p of parts) if (typeof p !== "string") refs.push({ path: p, where });
+      for (const p of parts) {
+        if (typeof p === "string") continue;
+        if (--budget.references < 0) throw invalid(`${who}, ${where}: ${tooManyReferences().message}`);
+        refs.push({ path: p, where });
+      }
     } else if (Array.isArray(value)) {
       value.forEach((v, i) => {
         collect(v, `${where}[${i}]`);

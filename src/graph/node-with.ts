@@ -1,4 +1,4 @@
-import { type Duration, toMs } from "../core/duration.ts";
+import { type Duration, MAX_DURATION_MS, parseDuration } from "../core/duration.ts";
 import { LonghaulError } from "../core/errors.ts";
 import type { NodeKind } from "./graph-spec.ts";
 
@@ -82,8 +82,11 @@ function check(kind: NodeKind, w: Record<string, unknown>, who: string, template
   const duration = (key: string): void => {
     const v = get(key);
     if (v === undefined) return;
-    const ok = (typeof v === "number" || typeof v === "string") && isDuration(v as Duration);
-    if (!ok) fail(key, `is ${show(v)}, which is not a duration; ${DURATION_HINT}`);
+    const ms = parseDuration(v);
+    if (ms === null) fail(key, `is ${show(v)}, which is not a duration; ${DURATION_HINT}`);
+    if ((ms as number) > MAX_DURATION_MS) {
+      fail(key, `is ${show(v)}, longer than the longest duration allowed, one year ("365d")`);
+    }
   };
   const text = (key: string, nonEmpty: boolean): void => {
     const v = get(key);
@@ -154,15 +157,6 @@ function check(kind: NodeKind, w: Record<string, unknown>, who: string, template
     }
   }
   return { kind, with: withoutUndefined(w) } as NodeCall;
-}
-
-function isDuration(v: Duration): boolean {
-  try {
-    toMs(v);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function isDefaultPolicy(v: unknown): boolean {

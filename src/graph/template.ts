@@ -17,8 +17,17 @@ export type TemplatePath =
 /** A string split into literal text and references, in order. */
 export type TemplatePart = string | TemplatePath;
 
+// Anchored at both ends over one character class: linear in the length of the segment.
 const SEGMENT = /^[A-Za-z0-9_-]+$/;
-const WHEN = /^\s*\{\{([^{}]*)\}\}\s*(?:(==|!=)\s*(.*?))?\s*$/s;
+/** The longest `when` condition accepted, in characters. */
+export const MAX_WHEN_LENGTH = 1024;
+/** The longest reference accepted between `{{` and `}}`, in characters. */
+export const MAX_PATH_LENGTH = 1024;
+/**
+ * The most references a graph may hold, in all its strings together. Each costs a parse at
+ * submit and a lookup when its node starts, so the work a graph can ask for stays bounded.
+ */
+export const MAX_REFERENCES = 1000;
 const WHEN_FORMS =
   'write "{{ path }}", or "{{ path }} == literal" or "{{ path }} != literal" where the literal is true, false, null, a number or a "double-quoted string"';
 
@@ -26,8 +35,25 @@ function invalid(message: string): LonghaulError {
   return new LonghaulError("VALIDATION_FAILED", message);
 }
 
+/** The error for a graph, or a string, holding more than MAX_REFERENCES references. */
+export function tooManyReferences(): LonghaulError {
+  return invalid(
+    `a graph holds at most ${MAX_REFERENCES} "{{ … }}" references in all; pass large data as one reference to an object instead.`,
+  );
+}
+
+/** Long text quoted in a message is cut short, so an error never echoes a whole body back. */
+function clip(text: string): string {
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+
 /** Parses the text between `{{` and `}}`. Throws VALIDATION_FAILED naming what is wrong. */
 export function parsePath(raw: string): TemplatePath {
+  if (raw.length > MAX_PATH_LENGTH) {
+    throw invalid(
+      `"{{ ${clip(raw.trim())} }}" is ${raw.length} characters long; a reference is at most ${MAX_PATH_LENGTH}.`,
+    );
+  }
   const text = raw.trim();
   const keys = text.split(".");
   if (text === "" || !keys.every((k) => SEGMENT.test(k))) {
@@ -50,15 +76,20 @@ export function parsePath(raw: string): TemplatePath {
   throw invalid(`"{{ ${text} }}" starts with "${root}"; a path starts with "input" or "nodes".`);
 }
 
-/** Splits a string into literal text and references. Throws VALIDATION_FAILED on a malformed `{{ … }}`. */
-export function parseTemplate(s: string): TemplatePart[] {
+/**
+ * Splits a string into literal text and references. Throws VALIDATION_FAILED on a malformed
+ * `{{ … }}`, or when the string holds more than `maxReferences` references.
+ */
+export function parseTemplate(s: string, maxReferences: number = MAX_REFERENCES): TemplatePart[] {
   const parts: TemplatePart[] = [];
   let at = 0;
+  let references = 0;
   for (;;) {
     const open = s.indexOf("{{", at);
     if (open < 0) break;
+    if (++references > maxReferences) throw tooManyReferences();
     const close = s.indexOf("}}", open + 2);
-    if (close < 0) throw invalid(`"${s}" opens "{{" without a closing "}}".`);
+    if (close < 0) throw invalid(`"${clip(s)}" opens "{{" without a closing "}}".`);
     if (open > at) parts.push(s.slice(at, open));
     parts.push(parsePath(s.slice(open + 2, close)));
     at = close + 2;
@@ -82,6 +113,7 @@ export function lookup(path: TemplatePath, scope: TemplateScope): unknown {
 
 // Own properties only: a path such as `input.constructor` must not reach the prototype.
 function child(value: unknown, key: string): unknown {
+  // Anchored over one character class: linear; keys are path segments, at most MAX_PATH_LENGTH.
   if (Array.isArray(value)) return /^\d+$/.test(key) ? value[Number(key)] : undefined;
   if (typeof value === "object" && value !== null && Object.hasOwn(value, key)) {
     return (value as Record<string, unknown>)[key];
@@ -127,14 +159,30 @@ export interface WhenCondition {
   compare: { op: "==" | "!="; literal: string | number | boolean | null } | null;
 }
 
-/** Parses a `when` expression. Throws VALIDATION_FAILED for anything but the two supported forms. */
+/**
+ * Parses a `when` expression. Throws VALIDATION_FAILED for anything but the two supported
+ * forms, or for an expression longer than MAX_WHEN_LENGTH. A scanner rather than a regular
+ * expression: each character is looked at a bounded number of times, whatever the input.
+ */
 export function parseWhen(expr: string): WhenCondition {
-  const m = WHEN.exec(expr);
-  if (!m) throw invalid(`"when": "${expr}" is not a condition; ${WHEN_FORMS}.`);
-  const path = parsePath(m[1] ?? "");
-  const op = m[2];
-  if (op !== "==" && op !== "!=") return { path, compare: null };
-  const source = m[3] ?? "";
+  if (expr.length > MAX_WHEN_LENGTH) {
+    throw invalid(
+      `"when" is ${expr.length} characters long; a condition is at most ${MAX_WHEN_LENGTH} characters.`,
+    );
+  }
+  const notCondition = () => invalid(`"when": "${expr}" is not a condition; ${WHEN_FORMS}.`);
+  const text = expr.trim();
+  if (!text.startsWith("{{")) throw notCondition();
+  const close = text.indexOf("}}", 2);
+  if (close < 0) throw notCondition();
+  const inner = text.slice(2, close);
+  if (inner.includes("{") || inner.includes("}")) throw notCondition();
+  const path = parsePath(inner);
+  const rest = text.slice(close + 2).trimStart();
+  if (rest === "") return { path, compare: null };
+  const op = rest.slice(0, 2);
+  if (op !== "==" && op !== "!=") throw notCondition();
+  const source = rest.slice(2).trim();
   let literal: unknown;
   try {
     literal = JSON.parse(source);

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import type { Clock } from "../core/clock.ts";
 import { LonghaulError } from "../core/errors.ts";
+import { readJson } from "../core/json-input.ts";
 import type { Source } from "../ingress/sources.ts";
 import type { Store } from "../store/store.ts";
 import type { Keyring } from "../tokens/keyring.ts";
@@ -47,11 +48,12 @@ export function callbacksRoutes(
       }
       let output: unknown = null;
       if (body.length > 0) {
-        try {
-          output = JSON.parse(body.toString("utf8"));
-        } catch {
-          throw new LonghaulError("INVALID_JSON", "Post the step's result as JSON.");
+        const read = readJson(body.toString("utf8"));
+        if (!read.ok) {
+          if (read.error.code !== "INVALID_JSON") throw read.error;
+          throw new LonghaulError("INVALID_JSON", `${read.error.message} Post the step's result as JSON.`);
         }
+        output = read.value;
       }
       const answer = await d.store.completeCallback({
         tenantId: claims.tenantId,

@@ -48,7 +48,9 @@ export function hooksRoutes(
       const source = sourceNamed(req.params.source);
       const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
       const verified = await source.verifier.verify({ headers: req.headers, body, nowMs: clock.now() });
-      if (!jsonBody(body).ok) {
+      const parsed = jsonBody(body);
+      if (!parsed.ok) {
+        if (parsed.error.code !== "INVALID_JSON") throw parsed.error;
         throw new LonghaulError(
           "INVALID_JSON",
           "The signature is valid but the body is not JSON; the sender must post a JSON event.",

@@ -3,6 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import type { Clock } from "../core/clock.ts";
 import { LonghaulError } from "../core/errors.ts";
+import { readJson } from "../core/json-input.ts";
 import { DEFAULT_LIMITS, type Limits } from "../core/limits.ts";
 import type { TaskType } from "../core/task-type.ts";
 import type { Registry } from "../engine/registry.ts";
@@ -74,6 +75,14 @@ export function buildServer(d: ServerDeps): FastifyInstance {
     return503OnClosing: true,
   });
   installErrorHandling(app);
+  // Every JSON body goes through one parser that caps nesting and refuses prototype keys.
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
+    if (body === "") return done(new LonghaulError("INVALID_JSON", "The body is empty; send a JSON object."));
+    const read = readJson(body as string);
+    if (read.ok) done(null, read.value);
+    else done(read.error);
+  });
   const limits = d.limits ?? DEFAULT_LIMITS;
   const rateLimits = installRateLimits(app, limits, (name) => d.sources.has(name));
   const streams = new EventStreams(d.store, d.log, {

@@ -1,5 +1,6 @@
 import { createHash, createSecretKey, type KeyObject, timingSafeEqual } from "node:crypto";
 import { LonghaulError } from "../core/errors.ts";
+import { type JsonRead, readJson } from "../core/json-input.ts";
 import type { SourceConfig } from "./sources.ts";
 
 /** What a verifier is given: the request as it arrived, before any parse (ARCHITECTURE §4.3). */
@@ -182,8 +183,11 @@ export function checkWindow(timestampS: number, nowMs: number, toleranceS: numbe
   );
 }
 
-/** The outcome of reading a body as JSON: its value, or `ok: false` when it is not JSON. */
-export type JsonBody = { ok: true; value: unknown } | { ok: false };
+/**
+ * The outcome of reading a body as JSON: its value, or `ok: false` with the error to answer
+ * when it is not JSON, nests too deep, or carries prototype keys (core/json-input.ts).
+ */
+export type JsonBody = JsonRead;
 
 const parsedBodies = new WeakMap<Buffer, JsonBody>();
 
@@ -195,12 +199,7 @@ const parsedBodies = new WeakMap<Buffer, JsonBody>();
 export function jsonBody(body: Buffer): JsonBody {
   const known = parsedBodies.get(body);
   if (known) return known;
-  let parsed: JsonBody;
-  try {
-    parsed = { ok: true, value: JSON.parse(body.toString("utf8")) };
-  } catch {
-    parsed = { ok: false };
-  }
+  const parsed = readJson(body.toString("utf8"));
   parsedBodies.set(body, parsed);
   return parsed;
 }

@@ -1,0 +1,88 @@
+import sjson from "secure-json-parse";
+import { LonghaulError } from "./errors.ts";
+
+/**
+ * How deep objects and arrays may nest in JSON that arrives over HTTP. Deeper values overflow
+ * the stack of anything that walks them recursively (`JSON.stringify` among them), so they are
+ * refused before they are parsed.
+ */
+export const MAX_JSON_DEPTH = 100;
+
+/** The outcome of reading request JSON: its value, or the error to answer with. */
+export type JsonRead = { ok: true; value: unknown } | { ok: false; error: LonghaulError };
+
+const OPEN_OBJECT = 0x7b;
+const CLOSE_OBJECT = 0x7d;
+const OPEN_ARRAY = 0x5b;
+const CLOSE_ARRAY = 0x5d;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/**
+ * Whether `text` nests objects and arrays deeper than `max`. One pass over the text with a
+ * counter, never recursion, so the check cannot itself overflow. Strings are skipped with
+ * `indexOf`, so brackets inside them do not count and long strings cost little. Text that is
+ * not JSON may be misjudged, which is harmless: parsing refuses it anyway.
+ */
+export function nestsDeeperThan(text: string, max: number = MAX_JSON_DEPTH): boolean {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      i = closingQuote(text, i + 1);
+    } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+      if (++depth > max) return true;
+    } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+/**
+ * The index of the quote that ends the string starting at `from`, or the end of the text. A
+ * quote after an odd run of backslashes is escaped; each run is counted once, between the
+ * previous quote and this one, so the whole walk stays linear.
+ */
+function closingQuote(text: string, from: number): number {
+  let at = from;
+  for (;;) {
+    const quote = text.indexOf('"', at);
+    if (quote < 0) return text.length;
+    let slashes = 0;
+    while (quote - slashes - 1 >= at && text.charCodeAt(quote - slashes - 1) === BACKSLASH) slashes++;
+    if (slashes % 2 === 0) return quote;
+    at = quote + 1;
+  }
+}
+
+/** The error for JSON nested deeper than MAX_JSON_DEPTH. */
+export function tooDeep(what = "The body"): LonghaulError {
+  return new LonghaulError(
+    "VALIDATION_FAILED",
+    `${what} nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep; send at most ${MAX_JSON_DEPTH} levels.`,
+  );
+}
+
+/**
+ * Parses JSON that came over HTTP the way the API parses every body: nesting capped at
+ * MAX_JSON_DEPTH (VALIDATION_FAILED), and a `__proto__` key or a `constructor` key holding a
+ * `prototype` refused (INVALID_JSON) so a parsed value can never reach an object's prototype.
+ */
+export function readJson(text: string, what = "The body"): JsonRead {
+  if (nestsDeeperThan(text)) return { ok: false, error: tooDeep(what) };
+  try {
+    return { ok: true, value: sjson.parse(text, null, { protoAction: "error", constructorAction: "error" }) };
+  } catch (err) {
+    const poisoned = err instanceof SyntaxError && err.message.includes("forbidden prototype property");
+    return {
+      ok: false,
+      error: new LonghaulError(
+        "INVALID_JSON",
+        poisoned
+          ? `${what} has a "__proto__" key, or a "constructor" key holding "prototype"; these keys are refused.`
+          : `${what} is not valid JSON.`,
+      ),
+    };
+  }
+}
