@@ -364,6 +364,71 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
       await store.close();
     });
 
+    test("claim fairness: one item of a second tenant is claimed before 2× concurrency of a 10,000-item backlog", async () => {
+      const { store, clock, tenant, other } = await setup();
+      const backlog = Array.from({ length: 10_000 }, (_, i) => ({
+        kind: "advance" as const,
+        tenantId: tenant.id,
+        payload: { taskId: `a${i}` },
+        dedupeKey: `advance:a${i}`,
+        concurrencyKey: `task:a${i}`,
+      }));
+      for (let i = 0; i < backlog.length; i += 1000) await store.enqueue(backlog.slice(i, i + 1000));
+      clock.advance(1);
+      await store.enqueue([
+        { kind: "advance", tenantId: other.id, payload: { taskId: "b0" }, concurrencyKey: "task:b0" },
+      ]);
+      // A worker of `concurrency` slots: it claims what is free, finishes it, claims again.
+      const concurrency = 8;
+      let claimedOfA = 0;
+      let claimedB = false;
+      while (!claimedB && claimedOfA < 2 * concurrency) {
+        const items = await store.claim("w", concurrency, 30_000);
+        assert.ok(items.length > 0, "due work is claimed");
+        for (const it of items) {
+          if (it.tenantId === other.id) claimedB = true;
+          else claimedOfA++;
+          await store.complete({ itemId: it.id, owner: "w" });
+        }
+      }
+      assert.ok(claimedB, `tenant B's item was not claimed within the first ${claimedOfA} items of tenant A`);
+      assert.ok(claimedOfA < 2 * concurrency, `${claimedOfA} of A's items went first`);
+      await store.close();
+    });
+
+    test("claim fairness keeps one advancer per task, and lanes take turns", async () => {
+      const { store, clock, tenant, other } = await setup();
+      // Two items of one task in tenant A's lane, then one of tenant B and a tenant-less one.
+      await store.enqueue([
+        { kind: "advance", tenantId: tenant.id, payload: { n: 1 }, concurrencyKey: "task:t1" },
+        { kind: "timeout", tenantId: tenant.id, payload: { n: 2 }, concurrencyKey: "task:t1" },
+        { kind: "advance", tenantId: tenant.id, payload: { n: 3 }, concurrencyKey: "task:t2" },
+      ]);
+      clock.advance(1);
+      await store.enqueue([
+        { kind: "advance", tenantId: other.id, payload: { n: 4 }, concurrencyKey: "task:t3" },
+      ]);
+      clock.advance(1);
+      await store.enqueue([{ kind: "apply_event", tenantId: null, payload: { n: 5 } }]);
+      const first = await store.claim("w", 10, 30_000);
+      assert.deepEqual(
+        first.map((i) => i.payload.n),
+        [1, 4, 5, 3],
+        "each lane's first item, then the next; never two items of task t1",
+      );
+      assert.deepEqual(
+        (await store.claim("w", 10, 30_000)).map((i) => i.payload.n),
+        [],
+        "t1's second item waits while its first is leased",
+      );
+      await store.complete({ itemId: first[0]!.id, owner: "w" });
+      assert.deepEqual(
+        (await store.claim("w", 10, 30_000)).map((i) => i.payload.n),
+        [2],
+      );
+      await store.close();
+    });
+
     test("meta keeps the first value written", async () => {
       const { store } = await setup();
       assert.equal(await store.putMetaIfAbsent("k", "one"), "one");
