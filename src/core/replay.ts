@@ -9,6 +9,7 @@ import {
   StepError,
   toErrorInfo,
 } from "./errors.ts";
+import { declaredMaxTokens } from "./quotas.ts";
 import type { StepKind, StepStatus } from "./step-state.ts";
 import type {
   ApprovalOptions,
@@ -248,6 +249,11 @@ export async function runTask(args: RunTaskArgs): Promise<RunResult> {
         halt(fail("VALIDATION_FAILED", `step.job("${id}") needs a provider name.`));
         return never<T>();
       }
+      const max = options.maxTokens;
+      if (max !== undefined && (typeof max !== "number" || !Number.isInteger(max) || max <= 0)) {
+        halt(fail("VALIDATION_FAILED", `step.job("${id}"): maxTokens must be a whole number > 0.`));
+        return never<T>();
+      }
       return wait<T>(id, "job", (position) => ({
         kind: "job",
         stepId: id,
@@ -257,6 +263,7 @@ export async function runTask(args: RunTaskArgs): Promise<RunResult> {
         timeoutMs: optionalMs(options.timeout) ?? defaultTimeoutMs,
         pollAfterMs: optionalMs(options.pollAfter),
         cancelOnTimeout: options.cancelOnTimeout ?? true,
+        maxTokens: declaredMaxTokens(max, options.input),
       }));
     },
 

@@ -2,7 +2,7 @@
 -- scan of the whole backlog. Work without a tenant forms the lane ''.
 CREATE INDEX work_lane ON work_items (coalesce(tenant_id, ''), run_at, id) WHERE status = 'pending';
 -- Token budgets: the job's declared max_tokens, and the part of it held against the budget
--- while the job runs (released when its actual usage is counted).
+-- while the job runs (released when its actual usage is counted). Live reservations are
+-- summed through jobs_by_tenant_status.
 ALTER TABLE jobs ADD COLUMN max_tokens INTEGER;
 ALTER TABLE jobs ADD COLUMN reserved_tokens INTEGER NOT NULL DEFAULT 0;
-CREATE INDEX jobs_reserved ON jobs (tenant_id) WHERE reserved_tokens > 0;
