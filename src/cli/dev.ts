@@ -69,9 +69,9 @@ export async function dev(argv: string[]): Promise<void> {
     pollAfterMs: 30_000,
     ...engineOptions(config),
     ...(config.tokens ? { tokens: config.tokens } : {}),
-    // DESIGN §7: development allows loopback and private webhook targets (link-local stays refused).
+    // ARCHITECTURE §7: development allows loopback and private webhook targets (link-local stays refused).
     outbound: { allow_private_networks: true, ...config.outbound },
-    // DESIGN §7: under dev the dashboard opens signed in as the development tenant.
+    // ARCHITECTURE §7: under dev the dashboard opens signed in as the development tenant.
     dashboard: { devApiKey: apiKey },
   });
   const url = await app.listen({ port, host: values.host });

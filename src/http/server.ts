@@ -46,7 +46,7 @@ export interface ServerDeps {
   metrics?: Metrics | undefined;
 }
 
-/** The HTTP API (DESIGN §7). Slow clients are cut off by header and request timeouts. */
+/** The HTTP API (ARCHITECTURE §7). Slow clients are cut off by header and request timeouts. */
 export function buildServer(d: ServerDeps): FastifyInstance {
   const t = { headersMs: 10_000, requestMs: 30_000, ...d.timeouts };
   const app = Fastify({
