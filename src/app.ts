@@ -4,6 +4,7 @@ import { type Clock, systemClock } from "./core/clock.ts";
 import { LonghaulError } from "./core/errors.ts";
 import { type IdGenerator, ulidGenerator } from "./core/ids.ts";
 import { type LimitsConfig, resolveLimits } from "./core/limits.ts";
+import { DEFAULT_TIMEOUT_MS } from "./core/replay.ts";
 import type { TaskType } from "./core/task-type.ts";
 import { providerRegistry, taskTypeRegistry } from "./engine/registry.ts";
 import { Worker, type WorkerOptions } from "./engine/worker.ts";
@@ -32,6 +33,11 @@ export interface LonghaulOptions {
   worker?: WorkerOptions;
   /** Reconciler: a job with no terminal webhook after this long is polled. Default 60 s. */
   pollAfterMs?: number;
+  /**
+   * The deadline of a `step.job` or `step.waitForEvent` that sets no timeout, so every wait
+   * has a durable deadline. Default 7 days (config `waits.default_timeout_s`).
+   */
+  defaultTimeoutMs?: number;
   /** How long inbox rows are kept for dedupe; must cover providers' retry horizons. Default 7 days. */
   dedupeHorizonMs?: number;
   /** HTTP limits for slow clients: all headers within `headersMs` (10 s), the whole request within `requestMs` (30 s). */
@@ -144,6 +150,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
             log,
             urls,
             defaultWaitMs,
+            defaultTimeoutMs: opts.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS,
             pollAfterMs: opts.pollAfterMs ?? 60_000,
             dedupeHorizonMs: opts.dedupeHorizonMs ?? 7 * 24 * 3_600_000,
             signalRetentionMs: limits.signal_retention_s * 1000,

@@ -306,6 +306,48 @@ if (pgAvailableOrReport(unreachable, "PostgreSQL store tests")) {
       await close();
     });
 
+    test("two processes admitting jobs at once never both fit in a tenant's token budget", async () => {
+      const { a, b, close } = await twoStores();
+      for (let round = 0; round < 10; round++) {
+        const t = await a.createTenant({
+          name: `budget-${round}`,
+          keyHash: `hash-budget-${round}`,
+          quotas: { token_budget: 100 },
+        });
+        const dispatches: WorkItem[] = [];
+        for (const stepId of ["x", "y"]) {
+          const { task } = await submit(a, t.id);
+          const [adv] = await a.claim("w", 1, 60_000);
+          assert.equal(adv?.kind, "advance");
+          assert.equal(await a.beginAdvance(leaseOf(adv!, "w"), task.id), "started");
+          await a.registerWait(leaseOf(adv!, "w"), task.id, {
+            kind: "job",
+            stepId,
+            position: 0,
+            provider: "sim",
+            input: null,
+            timeoutMs: null,
+            pollAfterMs: null,
+            cancelOnTimeout: true,
+            maxTokens: 60,
+          });
+          await a.finishAdvance(leaseOf(adv!, "w"), task.id, { kind: "suspended" });
+          const [d] = await a.claim("w", 1, 60_000);
+          assert.equal(d?.kind, "dispatch");
+          dispatches.push(d!);
+        }
+        const answers = await Promise.all(
+          dispatches.map((d, i) =>
+            (i === 0 ? a : b).acquireJobSlot(leaseOf(d, "w"), String(d.payload.jobId)),
+          ),
+        );
+        assert.deepEqual(answers.sort(), ["ok", "parked"], `round ${round}`);
+        assert.equal((await a.getTenant(t.id))!.tokensReserved, 60, `round ${round}`);
+        for (const d of dispatches) await a.complete(leaseOf(d, "w")).catch(() => {});
+      }
+      await close();
+    });
+
     test("onWork and onTaskEvents fire for a commit made through another process", async () => {
       const { a, b, tenant, close } = await twoStores();
       let woken = 0;

@@ -133,7 +133,8 @@ test("parallel jobs suspend together and resume when all have ended", async () =
     h.registered.map((w) => [w.stepId, w.position, w.timeoutMs]),
     [
       ["a", 0, 300_000],
-      ["b", 1, null],
+      // No timeout of its own: the default deadline, 7 days.
+      ["b", 1, 7 * 24 * 3_600_000],
     ],
   );
   h.end("a", "A");

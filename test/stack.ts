@@ -37,6 +37,7 @@ export async function startStack(
     taskTypes?: TaskType[];
     seed?: number;
     pollAfterMs?: number;
+    defaultTimeoutMs?: number;
     adminKey?: string;
     providers?: Provider[];
     concurrency?: number;
@@ -76,6 +77,7 @@ export async function startStack(
     },
     worker: { leaseMs: 5000, idleMs: 200, ...(opts.concurrency ? { concurrency: opts.concurrency } : {}) },
     pollAfterMs: opts.pollAfterMs ?? 60_000,
+    ...(opts.defaultTimeoutMs ? { defaultTimeoutMs: opts.defaultTimeoutMs } : {}),
     ...(opts.adminKey ? { adminKey: opts.adminKey } : {}),
     ...(opts.tokens ? { tokens: opts.tokens } : {}),
     ...(opts.dashboard ? { dashboard: { devApiKey: key } } : {}),

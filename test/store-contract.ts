@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ManualClock } from "../src/core/clock.ts";
 import { LonghaulError } from "../src/core/errors.ts";
-import type { Lease, Store } from "../src/store/store.ts";
+import type { Lease, Store, WorkItem } from "../src/store/store.ts";
+import { PARK_MS as PARK_WAIT_MS } from "../src/store/work-items.ts";
 
 /**
  * The behaviour every Store implementation must show, written once against the interface.
@@ -501,6 +502,198 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
       await rejectsCode(create(tenant.id, 2), "LIMIT_REACHED");
       await store.deleteWebhookEndpoint(tenant.id, (await store.listWebhookEndpoints(tenant.id))[0]!.id);
       await create(tenant.id, 2);
+      await store.close();
+    });
+
+    test("claim fairness: one item of a second tenant is claimed before 2× concurrency of a 10,000-item backlog", async () => {
+      const { store, clock, tenant, other } = await setup();
+      const backlog = Array.from({ length: 10_000 }, (_, i) => ({
+        kind: "advance" as const,
+        tenantId: tenant.id,
+        payload: { taskId: `a${i}` },
+        dedupeKey: `advance:a${i}`,
+        concurrencyKey: `task:a${i}`,
+      }));
+      for (let i = 0; i < backlog.length; i += 1000) await store.enqueue(backlog.slice(i, i + 1000));
+      clock.advance(1);
+      await store.enqueue([
+        { kind: "advance", tenantId: other.id, payload: { taskId: "b0" }, concurrencyKey: "task:b0" },
+      ]);
+      // A worker of `concurrency` slots: it claims what is free, finishes it, claims again.
+      const concurrency = 8;
+      let claimedOfA = 0;
+      let claimedB = false;
+      while (!claimedB && claimedOfA < 2 * concurrency) {
+        const items = await store.claim("w", concurrency, 30_000);
+        assert.ok(items.length > 0, "due work is claimed");
+        for (const it of items) {
+          if (it.tenantId === other.id) claimedB = true;
+          else claimedOfA++;
+          await store.complete({ itemId: it.id, owner: "w" });
+        }
+      }
+      assert.ok(claimedB, `tenant B's item was not claimed within the first ${claimedOfA} items of tenant A`);
+      assert.ok(claimedOfA < 2 * concurrency, `${claimedOfA} of A's items went first`);
+      await store.close();
+    });
+
+    test("claim fairness keeps one advancer per task, and lanes take turns", async () => {
+      const { store, clock, tenant, other } = await setup();
+      // Two items of one task in tenant A's lane, then one of tenant B and a tenant-less one.
+      await store.enqueue([
+        { kind: "advance", tenantId: tenant.id, payload: { n: 1 }, concurrencyKey: "task:t1" },
+        { kind: "timeout", tenantId: tenant.id, payload: { n: 2 }, concurrencyKey: "task:t1" },
+        { kind: "advance", tenantId: tenant.id, payload: { n: 3 }, concurrencyKey: "task:t2" },
+      ]);
+      clock.advance(1);
+      await store.enqueue([
+        { kind: "advance", tenantId: other.id, payload: { n: 4 }, concurrencyKey: "task:t3" },
+      ]);
+      clock.advance(1);
+      await store.enqueue([{ kind: "apply_event", tenantId: null, payload: { n: 5 } }]);
+      const first = await store.claim("w", 10, 30_000);
+      assert.deepEqual(
+        first.map((i) => i.payload.n),
+        [1, 4, 5, 3],
+        "each lane's first item, then the next; never two items of task t1",
+      );
+      assert.deepEqual(
+        (await store.claim("w", 10, 30_000)).map((i) => i.payload.n),
+        [],
+        "t1's second item waits while its first is leased",
+      );
+      await store.complete({ itemId: first[0]!.id, owner: "w" });
+      assert.deepEqual(
+        (await store.claim("w", 10, 30_000)).map((i) => i.payload.n),
+        [2],
+      );
+      await store.close();
+    });
+
+    /** Claims what is due and finishes every item but the one `want` picks (none may be a dispatch). */
+    const claimFor = async (store: Store, want: (i: WorkItem) => boolean) => {
+      const items = await store.claim("w", 50, 30_000);
+      const found = items.find(want);
+      for (const other of items) {
+        if (other === found) continue;
+        assert.notEqual(other.kind, "dispatch", "no other dispatch is claimed by the way");
+        await store.complete({ itemId: other.id, owner: "w" });
+      }
+      return found ? { item: found, lease: { itemId: found.id, owner: "w" } satisfies Lease } : null;
+    };
+    /**
+     * Submits a task whose one step is a job declaring `maxTokens`, and claims the job's
+     * dispatch; `admit` asks the store to admit it, as the dispatcher does (claiming the
+     * dispatch again once it was parked).
+     */
+    const admitJob = async (store: Store, tenantId: string, maxTokens: number | null) => {
+      const { task } = await submit(store, tenantId);
+      const adv = await claimFor(store, (i) => i.kind === "advance" && i.payload.taskId === task.id);
+      assert.ok(adv, "the task's advance is claimed");
+      assert.equal(await store.beginAdvance(adv.lease, task.id), "started");
+      await store.registerWait(adv.lease, task.id, {
+        kind: "job",
+        stepId: "llm",
+        position: 0,
+        provider: "sim",
+        input: { prompt: "hi" },
+        timeoutMs: null,
+        pollAfterMs: null,
+        cancelOnTimeout: true,
+        maxTokens,
+      });
+      await store.finishAdvance(adv.lease, task.id, { kind: "suspended" });
+      const jobId = String((await store.getTask(tenantId, task.id))!.jobs[0]!.id);
+      let held = (await claimFor(store, (i) => i.kind === "dispatch" && i.payload.jobId === jobId))?.lease;
+      const admit = async () => {
+        const lease =
+          held ?? (await claimFor(store, (i) => i.kind === "dispatch" && i.payload.jobId === jobId))?.lease;
+        held = undefined;
+        if (!lease) return "not due" as const;
+        const verdict = await store.acquireJobSlot(lease, jobId);
+        if (verdict === "ok") await store.recordJobCreated(lease, jobId, `ext-${jobId}`, "created");
+        if (verdict === "rejected") {
+          await store.failJob(lease, jobId, { code: "BUDGET_EXCEEDED", message: "over budget" });
+        }
+        return verdict;
+      };
+      return { task, jobId, admit };
+    };
+    /** The job ends at its provider having used `tokens`. */
+    const endWithUsage = async (store: Store, jobId: string, tokens: number) => {
+      const r = await store.recordEvent({
+        source: "sim",
+        provider: "sim",
+        eventId: `done-${jobId}`,
+        body: Buffer.from("{}"),
+      });
+      const apply = await claimFor(store, (i) => i.kind === "apply_event" && i.payload.inboxId === r.id);
+      assert.ok(apply);
+      const outcome = await store.applyJobEvent(apply.lease, r.id, "sim", {
+        eventId: `done-${jobId}`,
+        type: "job.succeeded",
+        jobId: `ext-${jobId}`,
+        output: { text: "ok" },
+        usage: { total_tokens: tokens },
+      });
+      assert.equal(outcome, "applied");
+    };
+
+    test("a daily token budget counts today's usage and resets at midnight UTC", async () => {
+      const { store, clock, tenant } = await setup();
+      await store.updateTenant(tenant.id, { quotas: { token_budget: 100, budget_period: "day" } });
+      const first = await admitJob(store, tenant.id, null);
+      const second = await admitJob(store, tenant.id, null);
+      assert.equal(await first.admit(), "ok");
+      await endWithUsage(store, first.jobId, 100);
+      const spent = (await store.getTenant(tenant.id))!;
+      assert.equal(spent.tokensThisPeriod, 100);
+      assert.equal(spent.budgetPeriodStart, "2026-01-01");
+      assert.equal(await second.admit(), "parked", "the day's budget is spent");
+      clock.advance(86_400_000);
+      const nextDay = (await store.getTenant(tenant.id))!;
+      assert.equal(nextDay.tokensThisPeriod, 0, "a new day, a new budget");
+      assert.equal(nextDay.tokensUsed, 100, "the all-time count stays");
+      assert.equal(nextDay.budgetPeriodStart, "2026-01-02");
+      assert.equal(await second.admit(), "ok");
+      await store.close();
+    });
+
+    test("a monthly token budget (the default) keeps counting through the month and resets on the 1st", async () => {
+      const { store, clock, tenant } = await setup();
+      await store.updateTenant(tenant.id, { quotas: { token_budget: 100, budget_policy: "reject" } });
+      const first = await admitJob(store, tenant.id, null);
+      const second = await admitJob(store, tenant.id, null);
+      assert.equal(await first.admit(), "ok");
+      await endWithUsage(store, first.jobId, 120);
+      clock.advance(30 * 86_400_000); // 2026-01-31
+      assert.equal((await store.getTenant(tenant.id))!.tokensThisPeriod, 120);
+      assert.equal(await second.admit(), "rejected", "spent this month, policy reject");
+      clock.advance(86_400_000); // 2026-02-01
+      const feb = (await store.getTenant(tenant.id))!;
+      assert.equal(feb.tokensThisPeriod, 0);
+      assert.equal(feb.budgetPeriodStart, "2026-02-01");
+      const third = await admitJob(store, tenant.id, null);
+      assert.equal(await third.admit(), "ok");
+      await store.close();
+    });
+
+    test("a running job's max tokens are held against the budget: a second job that would overshoot parks until the first ends", async () => {
+      const { store, clock, tenant } = await setup();
+      await store.updateTenant(tenant.id, { quotas: { token_budget: 100 } });
+      const first = await admitJob(store, tenant.id, 60);
+      const second = await admitJob(store, tenant.id, 60);
+      assert.equal(await first.admit(), "ok");
+      assert.equal((await store.getTenant(tenant.id))!.tokensReserved, 60);
+      assert.equal(await second.admit(), "parked", "60 used or held + 60 more would pass 100");
+      clock.advance(PARK_WAIT_MS);
+      assert.equal(await second.admit(), "parked", "still parked while the first runs");
+      await endWithUsage(store, first.jobId, 25);
+      const after = (await store.getTenant(tenant.id))!;
+      assert.equal(after.tokensReserved, 0, "the hold is replaced by the actual usage");
+      assert.equal(after.tokensThisPeriod, 25);
+      assert.equal(await second.admit(), "ok", "the job's end woke the parked dispatch");
+      assert.equal((await store.getTenant(tenant.id))!.tokensReserved, 60);
       await store.close();
     });
 

@@ -3,11 +3,20 @@ import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
+import { defineTask } from "../src/core/task-type.ts";
 import { sleep, tempDir, waitFor } from "./helpers.ts";
 import { type Stack, startStack } from "./stack.ts";
 
 const ADMIN = "admin-key-for-tenant-tests";
 const ended = new Set(["succeeded", "failed", "canceled", "timed_out"]);
+
+/** One simulator job that declares, in its input, that it uses at most 60 tokens. */
+const capped = defineTask("test.capped", async (input: { text: string; delay_ms: number }, step) =>
+  step.job("llm", {
+    provider: "sim",
+    input: { instruction: "echo", text: input.text, delay_ms: input.delay_ms, max_tokens: 60 },
+  }),
+);
 
 async function call(
   stack: Stack,
@@ -41,7 +50,7 @@ const taskOf = async (stack: Stack, key: string, id: string) =>
 describe("tenants", () => {
   let stack: Stack;
   before(async () => {
-    stack = await startStack({ adminKey: ADMIN, concurrency: 32 });
+    stack = await startStack({ adminKey: ADMIN, concurrency: 32, taskTypes: [capped] });
   });
   after(() => stack.close());
 
@@ -178,6 +187,10 @@ describe("tenants", () => {
     const refused = await submit(stack, t.key, { text: "more" });
     assert.equal(refused.status, 429);
     assert.equal(refused.body.error.code, "BUDGET_EXCEEDED");
+    // The monthly budget resets on the 1st: Retry-After points there, at most 31 days away.
+    const retryAfter = Number(refused.headers.get("retry-after"));
+    assert.ok(retryAfter >= 1 && retryAfter <= 31 * 86_400, `retry-after ${retryAfter}`);
+    assert.equal(usage.body.budget.tokens_used, usage.body.tokens_used, "all of it was used this month");
   });
 
   test("over the token budget, park keeps new work pending until the budget is raised", async () => {
@@ -194,6 +207,55 @@ describe("tenants", () => {
       body: { quotas: { token_budget: 1000 } },
     });
     await waitFor(async () => (await taskOf(stack, t.key, second.body.task_id)).status === "succeeded");
+  });
+
+  test("a job's declared max_tokens is held against the budget: a second job that would pass it waits until the first ends", async () => {
+    const t = await newTenant(stack, "budget-hold", { token_budget: 100 });
+    const jobOf = async (id: string) => (await taskOf(stack, t.key, id)).jobs[0];
+    const slow = await call(stack, "/v1/tasks", {
+      key: t.key,
+      body: { type: "test.capped", input: { text: "one two", delay_ms: 5000 } },
+    });
+    await waitFor(async () => ["created", "running"].includes((await jobOf(slow.body.task_id))?.status));
+    const quick = await call(stack, "/v1/tasks", {
+      key: t.key,
+      body: { type: "test.capped", input: { text: "three", delay_ms: 0 } },
+    });
+    await waitFor(async () => (await jobOf(quick.body.task_id))?.status === "pending");
+    await sleep(300);
+    const held = await call(stack, `/v1/admin/tenants/${t.id}/usage`, { key: ADMIN });
+    assert.equal((await jobOf(quick.body.task_id)).status, "pending", "60 held + 60 more would pass 100");
+    assert.ok(
+      ["created", "running"].includes((await jobOf(slow.body.task_id)).status),
+      "read after the second job was seen waiting: the first was still running then",
+    );
+    assert.deepEqual(
+      { ...held.body.budget, period_start: undefined },
+      { token_budget: 100, period: "month", period_start: undefined, tokens_used: 0, tokens_reserved: 60 },
+    );
+    assert.match(held.body.budget.period_start, /^\d{4}-\d{2}-01$/);
+    await waitFor(
+      async () => (await taskOf(stack, t.key, quick.body.task_id)).status === "succeeded",
+      15_000,
+    );
+    const slowJob = await jobOf(slow.body.task_id);
+    const quickJob = await jobOf(quick.body.task_id);
+    assert.equal(slowJob.status, "succeeded");
+    assert.ok(quickJob.job_id, "the second job was created at the provider once the first had ended");
+    const done = await call(stack, `/v1/admin/tenants/${t.id}`, { key: ADMIN });
+    const used = slowJob.usage.total_tokens + quickJob.usage.total_tokens;
+    assert.equal(done.body.budget.tokens_used, used, "the holds are replaced by the actual usage");
+    assert.equal(done.body.budget.tokens_reserved, 0);
+  });
+
+  test("budget_period must be day or month", async () => {
+    const r = await call(stack, "/v1/admin/tenants", {
+      key: ADMIN,
+      body: { name: "bad-period", quotas: { token_budget: 10, budget_period: "week" } },
+    });
+    assert.equal(r.status, 400);
+    assert.equal(r.body.error.code, "VALIDATION_FAILED");
+    assert.match(r.body.error.message, /budget_period/);
   });
 
   test("a failed job maps back to its tenant with its error in usage", async () => {

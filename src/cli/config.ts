@@ -22,6 +22,8 @@ export interface LonghaulConfig {
   public_url?: string;
   /** A job with no terminal webhook after this long is polled through its provider. Default 60. */
   reconciler?: { poll_after_s?: number };
+  /** A `step.job` or `step.waitForEvent` without a timeout ends after this long. Default 604800 (7 days). */
+  waits?: { default_timeout_s?: number };
   /** How long delivered event ids are remembered for dedupe. Default 7 days. */
   inbox?: { dedupe_horizon_s?: number };
   /** Outbound webhooks: retry schedule in seconds, and whether private and loopback targets are allowed. */
@@ -40,12 +42,22 @@ export function engineOptions(config: LonghaulConfig): {
   pollAfterMs?: number;
   dedupeHorizonMs?: number;
   limits?: LimitsConfig;
+  defaultTimeoutMs?: number;
 } {
-  const out: { pollAfterMs?: number; dedupeHorizonMs?: number; limits?: LimitsConfig } = {};
+  const out: {
+    pollAfterMs?: number;
+    dedupeHorizonMs?: number;
+    limits?: LimitsConfig;
+    defaultTimeoutMs?: number;
+  } = {};
   // Checked, with defaults filled in, by createLonghaul.
   if (config.limits !== undefined) out.limits = config.limits;
   const poll = config.reconciler?.poll_after_s;
   const horizon = config.inbox?.dedupe_horizon_s;
+  const waitTimeout = config.waits?.default_timeout_s;
+  if (waitTimeout !== undefined) {
+    out.defaultTimeoutMs = seconds("waits.default_timeout_s", waitTimeout) * 1000;
+  }
   if (poll !== undefined) out.pollAfterMs = seconds("reconciler.poll_after_s", poll) * 1000;
   if (horizon !== undefined) out.dedupeHorizonMs = seconds("inbox.dedupe_horizon_s", horizon) * 1000;
   return out;

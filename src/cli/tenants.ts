@@ -6,7 +6,7 @@ import { openStore } from "../store/open-store.ts";
 import type { Store } from "../store/store.ts";
 
 const usage = `longhaul tenants create NAME [--max-concurrent-jobs n] [--tasks-per-day n] [--token-budget n]
-                        [--budget-policy park|reject] [--submit-rate n]
+                        [--budget-policy park|reject] [--budget-period day|month] [--submit-rate n]
 longhaul tenants list
 longhaul tenants rotate-key TENANT_ID      adds a new key; the old one works until revoked
 longhaul tenants revoke-key TENANT_ID KEY_ID`;
@@ -23,6 +23,7 @@ export async function tenantsCommand(argv: string[]): Promise<void> {
       "tasks-per-day": { type: "string" },
       "token-budget": { type: "string" },
       "budget-policy": { type: "string" },
+      "budget-period": { type: "string" },
       "submit-rate": { type: "string" },
     },
   });
@@ -53,6 +54,7 @@ async function run(
             tasks_per_day: int(values["tasks-per-day"]),
             token_budget: int(values["token-budget"]),
             budget_policy: values["budget-policy"],
+            budget_period: values["budget-period"],
             submit_rate_per_s: int(values["submit-rate"]),
           }).filter(([, v]) => v !== undefined),
         ),

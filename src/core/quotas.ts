@@ -6,15 +6,23 @@ export interface Quotas {
   max_concurrent_jobs?: number | null;
   /** Tasks submitted per UTC day; more get 429 with Retry-After. */
   tasks_per_day?: number | null;
-  /** Provider tokens (usage.total_tokens) the tenant may spend in all. */
+  /**
+   * Provider tokens (usage.total_tokens) the tenant may spend per `budget_period`; running
+   * jobs' declared max tokens are held against it until their usage is known.
+   */
   token_budget?: number | null;
+  /** The UTC period the token budget counts over; it resets at the period's start. Default month. */
+  budget_period?: BudgetPeriod;
   /** Over budget: `park` new work until the budget is raised, or `reject` it. Default park. */
   budget_policy?: "park" | "reject";
   /** Submissions per second (per node), with a burst of twice that. */
   submit_rate_per_s?: number | null;
 }
 
+export type BudgetPeriod = "day" | "month";
+
 const counts = ["max_concurrent_jobs", "tasks_per_day", "token_budget"] as const;
+const known = [...counts, "budget_policy", "budget_period", "submit_rate_per_s"];
 
 /** Checks quotas from an API body or the CLI; throws VALIDATION_FAILED with the field named. */
 export function validateQuotas(value: unknown): Quotas {
@@ -28,11 +36,8 @@ export function validateQuotas(value: unknown): Quotas {
   const q = value as Record<string, unknown>;
   const out: Quotas = {};
   for (const key of Object.keys(q)) {
-    if (![...counts, "budget_policy", "submit_rate_per_s"].includes(key)) {
-      throw new LonghaulError(
-        "VALIDATION_FAILED",
-        `Unknown quota "${key}"; known: ${[...counts, "budget_policy", "submit_rate_per_s"].join(", ")}.`,
-      );
+    if (!known.includes(key)) {
+      throw new LonghaulError("VALIDATION_FAILED", `Unknown quota "${key}"; known: ${known.join(", ")}.`);
     }
   }
   for (const key of counts) {
@@ -51,6 +56,12 @@ export function validateQuotas(value: unknown): Quotas {
       throw new LonghaulError("VALIDATION_FAILED", '"budget_policy" must be "park" or "reject".');
     }
     out.budget_policy = q.budget_policy;
+  }
+  if (q.budget_period !== undefined) {
+    if (q.budget_period !== "day" && q.budget_period !== "month") {
+      throw new LonghaulError("VALIDATION_FAILED", '"budget_period" must be "day" or "month".');
+    }
+    out.budget_period = q.budget_period;
   }
   const rate = q.submit_rate_per_s;
   if (rate !== undefined && rate !== null) {
@@ -78,6 +89,36 @@ export function secondsUntilNextDay(ms: number): number {
   return Math.max(1, Math.ceil((next - ms) / 1000));
 }
 
+/** The first UTC day (`YYYY-MM-DD`) of the budget period a time falls in. */
+export function periodStart(ms: number, period: BudgetPeriod | undefined): string {
+  const day = dayOf(ms);
+  return (period ?? "month") === "day" ? day : `${day.slice(0, 8)}01`;
+}
+
+/** Whole seconds until the next budget period starts (midnight UTC, or the 1st of the month). */
+export function secondsUntilNextPeriod(ms: number, period: BudgetPeriod | undefined): number {
+  if ((period ?? "month") === "day") return secondsUntilNextDay(ms);
+  const d = new Date(ms);
+  const next = Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+  return Math.max(1, Math.ceil((next - ms) / 1000));
+}
+
+/** The budget of the current period is spent (`tokensUsed`: the period's usage). */
 export function overBudget(q: Quotas, tokensUsed: number): boolean {
   return q.token_budget != null && tokensUsed >= q.token_budget;
+}
+
+/**
+ * The tokens a job may use at most, held against its tenant's budget while it runs: the
+ * step's `maxTokens`, else the input's `max_tokens` or `max_output_tokens`; null when none
+ * is declared (nothing is held, and only actual usage counts).
+ */
+export function declaredMaxTokens(maxTokens: number | null | undefined, input: unknown): number | null {
+  if (maxTokens != null) return maxTokens;
+  if (typeof input !== "object" || input === null) return null;
+  const i = input as Record<string, unknown>;
+  for (const v of [i.max_tokens, i.max_output_tokens]) {
+    if (typeof v === "number" && Number.isInteger(v) && v > 0) return v;
+  }
+  return null;
 }

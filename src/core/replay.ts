@@ -9,6 +9,7 @@ import {
   StepError,
   toErrorInfo,
 } from "./errors.ts";
+import { declaredMaxTokens } from "./quotas.ts";
 import type { StepKind, StepStatus } from "./step-state.ts";
 import type {
   ApprovalOptions,
@@ -78,8 +79,16 @@ export interface RunTaskArgs {
   strictOrder?: boolean;
   /** Lifetime of a callback or approval without a timeout of its own. */
   defaultWaitMs?: number;
+  /**
+   * Deadline of a `step.job` or `step.waitForEvent` without a timeout of its own, so every
+   * wait ends by a durable timer even when its job or event never comes. Default 7 days.
+   */
+  defaultTimeoutMs?: number;
   random?: () => number;
 }
+
+/** The deadline of a job or event wait that sets none: 7 days. */
+export const DEFAULT_TIMEOUT_MS = 7 * 24 * 3_600_000;
 
 /** Step failures that mean a deadline passed: uncaught, they end the task as `timed_out`. */
 export const TIMEOUT_CODES: ReadonlySet<string> = new Set(["JOB_TIMED_OUT", "STEP_TIMED_OUT"]);
@@ -100,6 +109,7 @@ const never = <T>(): Promise<T> => new Promise<T>(() => {});
 export async function runTask(args: RunTaskArgs): Promise<RunResult> {
   const strict = args.strictOrder ?? true;
   const defaultWaitMs = args.defaultWaitMs ?? 48 * 3_600_000;
+  const defaultTimeoutMs = args.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS;
   const byPosition = new Map<number, StoredStep>();
   const byId = new Map<string, StoredStep>();
   let nextNew = 0;
@@ -256,15 +266,21 @@ export async function runTask(args: RunTaskArgs): Promise<RunResult> {
         halt(fail("VALIDATION_FAILED", `step.job("${id}") needs a provider name.`));
         return never<T>();
       }
+      const max = options.maxTokens;
+      if (max !== undefined && (typeof max !== "number" || !Number.isInteger(max) || max <= 0)) {
+        halt(fail("VALIDATION_FAILED", `step.job("${id}"): maxTokens must be a whole number > 0.`));
+        return never<T>();
+      }
       return wait<T>(id, "job", (position) => ({
         kind: "job",
         stepId: id,
         position,
         provider: options.provider,
         input: options.input ?? null,
-        timeoutMs: optionalMs(options.timeout),
+        timeoutMs: optionalMs(options.timeout) ?? defaultTimeoutMs,
         pollAfterMs: optionalMs(options.pollAfter),
         cancelOnTimeout: options.cancelOnTimeout ?? true,
+        maxTokens: declaredMaxTokens(max, options.input),
       }));
     },
 
@@ -373,7 +389,7 @@ export async function runTask(args: RunTaskArgs): Promise<RunResult> {
         kind: "wait_event",
         stepId: id,
         position,
-        timeoutMs: optionalMs(options.timeout),
+        timeoutMs: optionalMs(options.timeout) ?? defaultTimeoutMs,
         match: { event: options.match.event, data: options.match.data ?? {} },
       }));
     },

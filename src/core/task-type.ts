@@ -19,6 +19,11 @@ export interface JobOptions {
   pollAfter?: Duration;
   /** Ask the provider to cancel the job when the step times out. Default true. */
   cancelOnTimeout?: boolean;
+  /**
+   * The most tokens the job may use, held against the tenant's token budget while it runs.
+   * Default: the input's `max_tokens` or `max_output_tokens`, if it has one.
+   */
+  maxTokens?: number;
 }
 
 export interface CallbackOptions {

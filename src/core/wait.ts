@@ -19,6 +19,8 @@ export interface JobWait extends WaitBase {
   pollAfterMs: number | null;
   /** Ask the provider to cancel the job when the step times out. Default true. */
   cancelOnTimeout: boolean;
+  /** Tokens held against the tenant's budget while the job runs (see `declaredMaxTokens`). */
+  maxTokens?: number | null;
 }
 
 export interface CallbackWait extends WaitBase {

@@ -45,6 +45,7 @@ export async function advance(d: EngineDeps, item: WorkItem, lease: Lease): Prom
     advanceAttempt: item.attempts,
     strictOrder: type.strictOrder ?? true,
     defaultWaitMs: d.defaultWaitMs,
+    defaultTimeoutMs: d.defaultTimeoutMs,
     ...(d.random ? { random: d.random } : {}),
   });
   if (result.kind === "retry") {

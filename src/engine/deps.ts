@@ -21,6 +21,8 @@ export interface EngineDeps {
   urls: CapabilityUrls;
   /** Lifetime of a callback or approval without a timeout of its own (the token TTL). */
   defaultWaitMs: number;
+  /** Deadline of a job or event wait without a timeout of its own. */
+  defaultTimeoutMs: number;
   /** Default poll-after for jobs whose step does not set one. */
   pollAfterMs: number;
   /** Inbox rows older than this are pruned; it must cover every provider's retry horizon. */

@@ -25,7 +25,8 @@ export async function dispatch(d: EngineDeps, item: WorkItem, lease: Lease): Pro
   if (admitted === "rejected") {
     return d.store.failJob(lease, jobId, {
       code: "BUDGET_EXCEEDED",
-      message: "The tenant is over its token budget (policy reject); ask an admin to raise token_budget.",
+      message:
+        "The tenant has spent its token budget for this period (policy reject); it resets at the start of the next period, or ask an admin to raise token_budget.",
     });
   }
   try {

@@ -8,7 +8,19 @@ export function tenantJson(t: TenantRow) {
     name: t.name,
     quotas: t.quotas,
     tokens_used: t.tokensUsed,
+    budget: budgetJson(t),
     created_at: iso(t.createdAt),
+  };
+}
+
+/** The token budget's current period: what it counts, what running jobs hold, when it began. */
+function budgetJson(t: TenantRow) {
+  return {
+    token_budget: t.quotas.token_budget ?? null,
+    period: t.quotas.budget_period ?? "month",
+    period_start: t.budgetPeriodStart,
+    tokens_used: t.tokensThisPeriod,
+    tokens_reserved: t.tokensReserved,
   };
 }
 
@@ -19,6 +31,7 @@ export function usageJson(u: TenantUsage) {
     tasks: u.tasksByStatus,
     jobs_running: u.jobsRunning,
     tokens_used: u.tenant.tokensUsed,
+    budget: budgetJson(u.tenant),
     days: u.daily,
     recent_job_failures: u.recentJobFailures.map((f) => ({
       job_id: f.externalId,

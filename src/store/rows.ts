@@ -1,7 +1,7 @@
 import type { ErrorInfo } from "../core/errors.ts";
 import type { EventFilter } from "../core/event-filter.ts";
 import type { JobStatus } from "../core/job-state.ts";
-import type { Quotas } from "../core/quotas.ts";
+import { periodStart, type Quotas } from "../core/quotas.ts";
 import type { StepKind, StepStatus } from "../core/step-state.ts";
 import type { TaskStatus } from "../core/task-state.ts";
 import { parseJson } from "./json.ts";
@@ -39,15 +39,27 @@ export interface TenantDbRow {
   created_at: number;
   quotas: string;
   tokens_used: number;
+  /** Tokens counted today and this month (UTC), when the query asked for them. */
+  tokens_day?: number;
+  tokens_month?: number;
+  /** Tokens held by the tenant's live jobs' reservations. */
+  tokens_reserved?: number;
 }
 
-export const toTenant = (r: TenantDbRow): TenantRow => ({
-  id: r.id,
-  name: r.name,
-  createdAt: r.created_at,
-  quotas: parseJson<Quotas>(r.quotas) ?? {},
-  tokensUsed: r.tokens_used,
-});
+/** `now` places the budget period; without it the period start is left empty. */
+export const toTenant = (r: TenantDbRow, now?: number): TenantRow => {
+  const quotas = parseJson<Quotas>(r.quotas) ?? {};
+  return {
+    id: r.id,
+    name: r.name,
+    createdAt: r.created_at,
+    quotas,
+    tokensUsed: r.tokens_used,
+    tokensThisPeriod: (quotas.budget_period === "day" ? r.tokens_day : r.tokens_month) ?? 0,
+    tokensReserved: r.tokens_reserved ?? 0,
+    budgetPeriodStart: now === undefined ? "" : periodStart(now, quotas.budget_period),
+  };
+};
 
 /** The columns of `api_keys` a listing shows; never the hash. */
 export interface ApiKeyDbRow {

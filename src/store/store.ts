@@ -264,7 +264,14 @@ export interface TenantRow {
   name: string;
   createdAt: number;
   quotas: Quotas;
+  /** Tokens used since the tenant was created. */
   tokensUsed: number;
+  /** Tokens used in the current budget period (`quotas.budget_period`, UTC): what the budget counts. */
+  tokensThisPeriod: number;
+  /** Tokens held against the budget by the tenant's running jobs (their declared max tokens). */
+  tokensReserved: number;
+  /** The first UTC day (`YYYY-MM-DD`) of the current budget period. */
+  budgetPeriodStart: string;
 }
 
 export interface ApiKeyRow {

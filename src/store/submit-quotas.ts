@@ -1,5 +1,5 @@
 import { LonghaulError } from "../core/errors.ts";
-import { overBudget, secondsUntilNextDay } from "../core/quotas.ts";
+import { overBudget, secondsUntilNextDay, secondsUntilNextPeriod } from "../core/quotas.ts";
 import type { TenantRow } from "./store.ts";
 
 /**
@@ -17,10 +17,13 @@ export function checkSubmitQuotas(t: TenantRow, submittedToday: number, now: num
       { details: { retry_after_s: retryAfter } },
     );
   }
-  if (q.budget_policy === "reject" && overBudget(q, t.tokensUsed)) {
+  if (q.budget_policy === "reject" && overBudget(q, t.tokensThisPeriod)) {
+    const period = q.budget_period ?? "month";
+    const retryAfter = secondsUntilNextPeriod(now, period);
     throw new LonghaulError(
       "BUDGET_EXCEEDED",
-      `This tenant has used ${t.tokensUsed} of its ${q.token_budget} tokens; ask an admin to raise token_budget.`,
+      `This tenant has used ${t.tokensThisPeriod} of its ${q.token_budget} tokens this ${period}; the budget resets in ${retryAfter} s (at the start of the next UTC ${period}), or ask an admin to raise token_budget.`,
+      { details: { retry_after_s: retryAfter } },
     );
   }
 }

@@ -8,6 +8,8 @@ interface Tenant {
   name: string;
   quotas?: Record<string, unknown>;
   tokens_used?: number;
+  /** The token budget's current period: the meter compares its usage, not the all-time count. */
+  budget?: { tokens_used: number };
   created_at?: string;
 }
 
@@ -44,7 +46,7 @@ export function AdminTenants({ adminKey, onUnauthorized }: { adminKey: string; o
             <td class="mono">{t.tenant_id}</td>
             <td>{t.name}</td>
             <td>
-              <Quotas quotas={t.quotas} tokensUsed={t.tokens_used} />
+              <Quotas quotas={t.quotas} tokensUsed={t.budget?.tokens_used ?? t.tokens_used} />
             </td>
             <td>{t.tokens_used?.toLocaleString() ?? "—"}</td>
             <td>

@@ -13,6 +13,8 @@ interface UsageJson {
   tasks?: Record<string, number>;
   jobs_running?: number;
   tokens_used?: number;
+  /** The token budget's current period: the meter compares its usage, not the all-time count. */
+  budget?: { tokens_used: number };
   days?: {
     day: string;
     tasks_submitted: number;
@@ -65,7 +67,7 @@ export function UsageView({ session }: { session: TenantSession }) {
       </dl>
       <div class="card">
         <h2>Quotas</h2>
-        <Quotas quotas={u.quotas} tokensUsed={u.tokens_used} />
+        <Quotas quotas={u.quotas} tokensUsed={u.budget?.tokens_used ?? u.tokens_used} />
       </div>
       {days.length ? (
         <div class="card">

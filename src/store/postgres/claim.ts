@@ -5,13 +5,21 @@ import type { Ctx } from "./db.ts";
 /**
  * The claim, in one statement. $1 now, $2 limit, $3 owner, $4 lease length (ms).
  *
- * - `due`: the head of the queue in claim order (priority, then run_at, then id): pending,
- *   due, and not behind a concurrency key that is already leased. `SKIP LOCKED` passes over
- *   the rows another claim is taking at this moment instead of waiting for it. It looks past
- *   `limit`, because the steps below may set some aside.
- * - `in_turns`: fairness across tenants (ARCHITECTURE §4.2): each tenant's first item, then each
- *   tenant's second, and so on, tenants in the order of their first item; one tenant's burst
- *   does not fill every slot ahead of another tenant's work.
+ * Fairness across tenants (ARCHITECTURE §4.2) is picked per tenant, so that one tenant's
+ * backlog, however long, cannot crowd another out of the look-ahead:
+ *
+ * - `lanes`: every tenant with pending work (work without a tenant is the lane ''), found by
+ *   skipping from one tenant to the next in the `work_lane` index: a seek per tenant, never a
+ *   scan of the backlog.
+ * - `heads`: each lane's oldest pending item (one seek), kept when it is due; the lanes with
+ *   the oldest heads first, at most 4 × `limit` of them, so lanes whose due items all wait
+ *   behind a busy concurrency key do not keep the next tenants out.
+ * - `due`: from each of those lanes, its first due items in due order that are not behind a
+ *   concurrency key already leased, up to `per_lane` (enough to fill the slots twice over
+ *   between the lanes; a lane alone may take them all). `SKIP LOCKED` passes over the rows
+ *   another claim is taking at this moment instead of waiting for it.
+ * - `in_turns`: each lane's first item, then each lane's second, and so on, lanes in the
+ *   order of their heads; priority orders a lane's look-ahead.
  * - `one_per_key`: at most one item per concurrency key, the first in that order, so one
  *   claim never leases two items of one key (an item without a key is its own key).
  * - `chosen` / `leased`: the first `limit` of those, leased to $3.
@@ -21,35 +29,54 @@ import type { Ctx } from "./db.ts";
  * UPDATE fails, and the transaction runner retries the claim, which then sees the key leased.
  */
 const CLAIM = `
-WITH due AS (
-  SELECT w.id, w.tenant_id, w.concurrency_key, w.priority, w.run_at
-    FROM work_items w
-   WHERE w.status = 'pending'
-     AND w.run_at <= $1
-     AND NOT EXISTS (
-           SELECT 1 FROM work_items held
-            WHERE held.status = 'leased' AND held.concurrency_key = w.concurrency_key)
-   ORDER BY w.priority DESC, w.run_at, w.id
-   LIMIT $2 * 8
-     FOR UPDATE OF w SKIP LOCKED
+WITH RECURSIVE lanes (lane) AS (
+  (SELECT coalesce(tenant_id, '') FROM work_items
+    WHERE status = 'pending' ORDER BY coalesce(tenant_id, '') LIMIT 1)
+  UNION ALL
+  SELECT (SELECT coalesce(w.tenant_id, '') FROM work_items w
+           WHERE w.status = 'pending' AND coalesce(w.tenant_id, '') > lanes.lane
+           ORDER BY coalesce(w.tenant_id, '') LIMIT 1)
+    FROM lanes WHERE lanes.lane IS NOT NULL
 ),
-in_order AS (
-  SELECT id, tenant_id, concurrency_key, row_number() OVER (ORDER BY priority DESC, run_at, id) AS pos
-    FROM due
+heads AS (
+  SELECT lanes.lane, h.run_at AS head
+    FROM lanes
+    CROSS JOIN LATERAL (
+      SELECT w.run_at FROM work_items w
+       WHERE w.status = 'pending' AND coalesce(w.tenant_id, '') = lanes.lane
+       ORDER BY w.run_at LIMIT 1) h
+   WHERE lanes.lane IS NOT NULL AND h.run_at <= $1
+   ORDER BY h.run_at, lanes.lane
+   LIMIT $2 * 4
+),
+per_lane AS (
+  SELECT greatest(2, ceil(2.0 * $2 / greatest(1, count(*))))::int AS n FROM heads
+),
+due AS (
+  SELECT d.id, d.concurrency_key, d.priority, d.run_at, heads.lane, heads.head
+    FROM heads
+    CROSS JOIN LATERAL (
+      SELECT w.id, w.concurrency_key, w.priority, w.run_at FROM work_items w
+       WHERE w.status = 'pending' AND coalesce(w.tenant_id, '') = heads.lane AND w.run_at <= $1
+         AND NOT EXISTS (
+               SELECT 1 FROM work_items held
+                WHERE held.status = 'leased' AND held.concurrency_key = w.concurrency_key)
+       ORDER BY w.run_at, w.id
+       LIMIT (SELECT n FROM per_lane)
+         FOR UPDATE OF w SKIP LOCKED) d
 ),
 in_turns AS (
-  SELECT id, concurrency_key,
-         row_number() OVER (PARTITION BY tenant_id ORDER BY pos) AS turn,
-         min(pos) OVER (PARTITION BY tenant_id) AS lane
-    FROM in_order
+  SELECT id, concurrency_key, head, lane,
+         row_number() OVER (PARTITION BY lane ORDER BY priority DESC, run_at, id) AS turn
+    FROM due
 ),
 one_per_key AS (
-  SELECT DISTINCT ON (coalesce(concurrency_key, id::text)) id, turn, lane
+  SELECT DISTINCT ON (coalesce(concurrency_key, id::text)) id, turn, head, lane
     FROM in_turns
-   ORDER BY coalesce(concurrency_key, id::text), turn, lane
+   ORDER BY coalesce(concurrency_key, id::text), turn, head, lane
 ),
 chosen AS (
-  SELECT id, turn, lane FROM one_per_key ORDER BY turn, lane LIMIT $2
+  SELECT id, turn, head, lane FROM one_per_key ORDER BY turn, head, lane LIMIT $2
 ),
 leased AS (
   UPDATE work_items w
@@ -59,7 +86,7 @@ leased AS (
    WHERE w.id = chosen.id
   RETURNING w.*
 )
-SELECT leased.* FROM leased JOIN chosen USING (id) ORDER BY chosen.turn, chosen.lane`;
+SELECT leased.* FROM leased JOIN chosen USING (id) ORDER BY chosen.turn, chosen.head, chosen.lane`;
 
 /** Leases up to `limit` due items to `owner` for `leaseMs`, never two of one concurrency key. */
 export async function claim(c: Ctx, owner: string, limit: number, leaseMs: number): Promise<WorkItem[]> {

@@ -4,6 +4,7 @@ import { overBudget } from "../../core/quotas.ts";
 import type { RunOutcome, StoredStep } from "../../core/replay.ts";
 import { isTerminalTask } from "../../core/task-state.ts";
 import type { ProviderEvent } from "../../providers/provider.ts";
+import { admitTokens } from "../budget.ts";
 import { jobEndCounts, jobEventEffect } from "../job-rules.ts";
 import { json } from "../json.ts";
 import { type InboxDbRow, type JobDbRow, type StepDbRow, toInbox, toJob, toStep } from "../rows.ts";
@@ -61,15 +62,17 @@ async function hasRoom(c: Ctx, tenantId: string): Promise<boolean> {
   const t = await tenant(c, tenantId);
   if (!t) return true;
   const q = t.quotas;
-  if (q.budget_policy !== "reject" && overBudget(q, t.tokensUsed)) return false;
+  if (q.budget_policy !== "reject" && overBudget(q, t.tokensThisPeriod)) return false;
   return q.max_concurrent_jobs == null || (await slotsInUse(c, tenantId)) < q.max_concurrent_jobs;
 }
 
 /**
  * Admits a job under its tenant's quotas before it is created at the provider. `ok`: go on
  * (the job now holds a slot). `parked`: the dispatch item waits, woken when a slot frees.
- * `rejected`: the tenant is over its token budget with the `reject` policy. Admissions of one
- * tenant take a lock, so two of them never both take its last free slot.
+ * `rejected`: the tenant's token budget of this period is spent, with the `reject` policy.
+ * Under a token budget the job reserves its declared max tokens (see `admitTokens`).
+ * Admissions of one tenant take a lock, so two of them never both take its last free slot
+ * or both fit in the budget's last tokens.
  */
 export async function acquireJobSlot(
   c: Ctx,
@@ -77,26 +80,28 @@ export async function acquireJobSlot(
   jobId: string,
 ): Promise<"ok" | "parked" | "rejected"> {
   await assertLease(c, lease);
-  const known = await c.sql.get<{ tenant_id: string; slot: boolean }>(
-    "SELECT tenant_id, slot FROM jobs WHERE id = $1",
+  const known = await c.sql.get<{ tenant_id: string; slot: boolean; max_tokens: number | null }>(
+    "SELECT tenant_id, slot, max_tokens FROM jobs WHERE id = $1",
     [jobId],
   );
   if (!known || known.slot) return "ok";
-  const t = await tenant(c, known.tenant_id);
+  let t = await tenant(c, known.tenant_id);
   const q = t?.quotas ?? {};
-  if (t && overBudget(q, t.tokensUsed)) {
-    if (q.budget_policy === "reject") return "rejected";
+  if (q.max_concurrent_jobs != null || q.token_budget != null) {
+    await lockSlots(c, known.tenant_id);
+    // Read again under the lock: another admission may just have taken a slot or reserved tokens.
+    t = await tenant(c, known.tenant_id);
+  }
+  const tokens = t ? admitTokens(t, known.max_tokens) : { verdict: "ok" as const, reserve: 0 };
+  if (tokens.verdict !== "ok") {
+    if (tokens.verdict === "parked") await park(c, lease, c.clock.now() + PARK_MS);
+    return tokens.verdict;
+  }
+  if (q.max_concurrent_jobs != null && (await slotsInUse(c, known.tenant_id)) >= q.max_concurrent_jobs) {
     await park(c, lease, c.clock.now() + PARK_MS);
     return "parked";
   }
-  if (q.max_concurrent_jobs != null) {
-    await lockSlots(c, known.tenant_id);
-    if ((await slotsInUse(c, known.tenant_id)) >= q.max_concurrent_jobs) {
-      await park(c, lease, c.clock.now() + PARK_MS);
-      return "parked";
-    }
-  }
-  await c.sql.run("UPDATE jobs SET slot = TRUE WHERE id = $1", [jobId]);
+  await c.sql.run("UPDATE jobs SET slot = TRUE, reserved_tokens = $2 WHERE id = $1", [jobId, tokens.reserve]);
   return "ok";
 }
 
@@ -224,7 +229,7 @@ async function endJobStep(
 ): Promise<void> {
   await c.sql.run(
     `UPDATE jobs SET status = $1, output = COALESCE($2, output), error = COALESCE($3, error),
-       usage = COALESCE($4, usage), updated_at = $5 WHERE id = $6`,
+       usage = COALESCE($4, usage), reserved_tokens = 0, updated_at = $5 WHERE id = $6`,
     [
       jobStatus,
       fields.output === undefined ? null : json(fields.output),

@@ -1,5 +1,5 @@
 import { LonghaulError } from "../../core/errors.ts";
-import { dayOf, type Quotas } from "../../core/quotas.ts";
+import { dayOf, periodStart, type Quotas } from "../../core/quotas.ts";
 import type { TaskStatus } from "../../core/task-state.ts";
 import { json } from "../json.ts";
 import {
@@ -13,9 +13,26 @@ import {
 import type { ApiKeyRow, TenantRow, TenantUsage } from "../store.ts";
 import { advisoryLock, type Ctx } from "./db.ts";
 
+/**
+ * A tenant's columns `t.*` with its token usage of today ($1) and of this month (from the
+ * month's first day, $2), and the tokens its live jobs hold reserved.
+ */
+const TENANT_COLUMNS = `t.*,
+  (SELECT coalesce(sum(u.tokens), 0)::bigint FROM usage_daily u WHERE u.tenant_id = t.id AND u.day = $1) AS tokens_day,
+  (SELECT coalesce(sum(u.tokens), 0)::bigint FROM usage_daily u WHERE u.tenant_id = t.id AND u.day >= $2)
+    AS tokens_month,
+  (SELECT coalesce(sum(j.reserved_tokens), 0)::bigint FROM jobs j
+    WHERE j.tenant_id = t.id AND j.status IN ('pending', 'created', 'running') AND j.reserved_tokens > 0)
+    AS tokens_reserved`;
+
+const periods = (c: Ctx) => [periodStart(c.clock.now(), "day"), periodStart(c.clock.now(), "month")];
+
 export async function tenant(c: Ctx, id: string): Promise<TenantRow | null> {
-  const r = await c.sql.get<TenantDbRow>("SELECT * FROM tenants WHERE id = $1", [id]);
-  return r ? toTenant(r) : null;
+  const r = await c.sql.get<TenantDbRow>(`SELECT ${TENANT_COLUMNS} FROM tenants t WHERE t.id = $3`, [
+    ...periods(c),
+    id,
+  ]);
+  return r ? toTenant(r, c.clock.now()) : null;
 }
 
 async function insertKey(c: Ctx, tenantId: string, keyHash: string, hint: string | null): Promise<string> {
@@ -57,15 +74,20 @@ export async function ensureTenant(
 
 export async function tenantByKeyHash(c: Ctx, keyHash: string): Promise<TenantRow | null> {
   const r = await c.sql.get<TenantDbRow>(
-    `SELECT t.* FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
-      WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
-    [keyHash],
+    `SELECT ${TENANT_COLUMNS} FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
+      WHERE k.key_hash = $3 AND k.revoked_at IS NULL`,
+    [...periods(c), keyHash],
   );
-  return r ? toTenant(r) : null;
+  return r ? toTenant(r, c.clock.now()) : null;
 }
 
 export async function listTenants(c: Ctx): Promise<TenantRow[]> {
-  return (await c.sql.all<TenantDbRow>("SELECT * FROM tenants ORDER BY created_at, id")).map(toTenant);
+  return (
+    await c.sql.all<TenantDbRow>(
+      `SELECT ${TENANT_COLUMNS} FROM tenants t ORDER BY t.created_at, t.id`,
+      periods(c),
+    )
+  ).map((r) => toTenant(r, c.clock.now()));
 }
 
 /** Changes name or quotas; new quotas wake the tenant's parked work, which re-checks them. TENANT_NOT_FOUND. */

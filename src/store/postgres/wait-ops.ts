@@ -76,8 +76,8 @@ export async function registerWait(
     jobId = c.ids.next("j");
     await c.sql.run(
       `INSERT INTO jobs (id, tenant_id, task_id, step_id, provider, status, input, idempotency_key, poll_after_ms,
-         cancel_on_timeout, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9, $10, $10)`,
+         cancel_on_timeout, created_at, updated_at, max_tokens)
+       VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9, $10, $10, $11)`,
       [
         jobId,
         task.tenantId,
@@ -89,6 +89,7 @@ export async function registerWait(
         w.pollAfterMs,
         w.cancelOnTimeout,
         now,
+        w.maxTokens ?? null,
       ],
     );
     items.push(dispatchItem(task.tenantId, jobId));

@@ -4,6 +4,7 @@ import { overBudget } from "../../core/quotas.ts";
 import type { RunOutcome, StoredStep } from "../../core/replay.ts";
 import { isTerminalTask } from "../../core/task-state.ts";
 import type { ProviderEvent } from "../../providers/provider.ts";
+import { admitTokens } from "../budget.ts";
 import { jobEndCounts, jobEventEffect } from "../job-rules.ts";
 import { json } from "../json.ts";
 import { type InboxDbRow, type JobDbRow, type StepDbRow, toInbox, toJob, toStep } from "../rows.ts";
@@ -52,34 +53,35 @@ function hasRoom(c: Ctx, tenantId: string): boolean {
   const t = tenant(c, tenantId);
   if (!t) return true;
   const q = t.quotas;
-  if (q.budget_policy !== "reject" && overBudget(q, t.tokensUsed)) return false;
+  if (q.budget_policy !== "reject" && overBudget(q, t.tokensThisPeriod)) return false;
   return q.max_concurrent_jobs == null || slotsInUse(c, tenantId) < q.max_concurrent_jobs;
 }
 
 /**
  * Admits a job under its tenant's quotas before it is created at the provider. `ok`: go on
  * (the job now holds a slot). `parked`: the dispatch item waits, woken when a slot frees.
- * `rejected`: the tenant is over its token budget with the `reject` policy.
+ * `rejected`: the tenant's token budget of this period is spent, with the `reject` policy.
+ * Under a token budget the job reserves its declared max tokens (see `admitTokens`).
  */
 export function acquireJobSlot(c: Ctx, lease: Lease, jobId: string): "ok" | "parked" | "rejected" {
   assertLease(c, lease);
-  const j = c.sql.get<{ tenant_id: string; slot: number }>(
-    "SELECT tenant_id, slot FROM jobs WHERE id = ?",
+  const j = c.sql.get<{ tenant_id: string; slot: number; max_tokens: number | null }>(
+    "SELECT tenant_id, slot, max_tokens FROM jobs WHERE id = ?",
     jobId,
   );
   if (!j || j.slot === 1) return "ok";
   const t = tenant(c, j.tenant_id);
   const q = t?.quotas ?? {};
-  if (t && overBudget(q, t.tokensUsed)) {
-    if (q.budget_policy === "reject") return "rejected";
-    park(c, lease, c.clock.now() + PARK_MS);
-    return "parked";
+  const tokens = t ? admitTokens(t, j.max_tokens) : { verdict: "ok" as const, reserve: 0 };
+  if (tokens.verdict !== "ok") {
+    if (tokens.verdict === "parked") park(c, lease, c.clock.now() + PARK_MS);
+    return tokens.verdict;
   }
   if (q.max_concurrent_jobs != null && slotsInUse(c, j.tenant_id) >= q.max_concurrent_jobs) {
     park(c, lease, c.clock.now() + PARK_MS);
     return "parked";
   }
-  c.sql.run("UPDATE jobs SET slot = 1 WHERE id = ?", jobId);
+  c.sql.run("UPDATE jobs SET slot = 1, reserved_tokens = ? WHERE id = ?", tokens.reserve, jobId);
   return "ok";
 }
 
@@ -196,7 +198,7 @@ function endJobStep(
   const now = c.clock.now();
   c.sql.run(
     `UPDATE jobs SET status = ?, output = COALESCE(?, output), error = COALESCE(?, error), usage = COALESCE(?, usage),
-       updated_at = ? WHERE id = ?`,
+       reserved_tokens = 0, updated_at = ? WHERE id = ?`,
     jobStatus,
     fields.output === undefined ? null : json(fields.output),
     fields.error ? json(fields.error) : null,

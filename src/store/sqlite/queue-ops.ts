@@ -63,16 +63,9 @@ export function extendLease(c: Ctx, lease: Lease, leaseMs: number): void {
 }
 
 export function claim(c: Ctx, owner: string, limit: number, leaseMs: number): WorkItem[] {
+  if (limit <= 0) return [];
   const now = c.clock.now();
-  const candidates = roundRobin(
-    c.sql.all<{ id: number; tenant_id: string | null; concurrency_key: string | null }>(
-      `SELECT id, tenant_id, concurrency_key FROM work_items
-        WHERE status = 'pending' AND run_at <= ?
-        ORDER BY priority DESC, run_at, id LIMIT ?`,
-      now,
-      limit * 8,
-    ),
-  );
+  const candidates = roundRobin(dueByLane(c, now, limit));
   const out: WorkItem[] = [];
   const keys = new Set<string>();
   for (const cand of candidates) {
@@ -99,9 +92,77 @@ export function claim(c: Ctx, owner: string, limit: number, leaseMs: number): Wo
   return out;
 }
 
+interface Candidate {
+  id: number;
+  tenant_id: string | null;
+  concurrency_key: string | null;
+  priority: number;
+}
+
 /**
- * Fairness across tenants (ARCHITECTURE §4.2): due items are taken one per tenant in turn, so a
- * burst of one tenant does not fill every worker slot ahead of another tenant's work.
+ * Fairness across tenants (ARCHITECTURE §4.2), picked per tenant so that one tenant's backlog,
+ * however long, cannot crowd another out of the look-ahead. Each tenant with pending work is
+ * a lane (work without a tenant is the lane ''); the lanes are found by skipping from one
+ * tenant to the next in the `work_lane` index, and each lane's oldest item by one seek, so a
+ * claim reads a few rows per tenant, never the backlog. The lanes whose oldest item is due,
+ * oldest first (at most `lanesPerClaim(limit)` of them), then give up to `perLane` of their
+ * due items each, in due order; `roundRobin` interleaves them.
+ */
+function dueByLane(c: Ctx, now: number, limit: number): Candidate[] {
+  const lanes = c.sql.all<{ lane: string; head: number }>(
+    `WITH RECURSIVE lanes (lane) AS (
+       SELECT (SELECT coalesce(tenant_id, '') FROM work_items INDEXED BY work_lane
+                WHERE status = 'pending' ORDER BY coalesce(tenant_id, '') LIMIT 1)
+       UNION ALL
+       SELECT (SELECT coalesce(tenant_id, '') FROM work_items INDEXED BY work_lane
+                WHERE status = 'pending' AND coalesce(tenant_id, '') > lanes.lane
+                ORDER BY coalesce(tenant_id, '') LIMIT 1)
+         FROM lanes WHERE lanes.lane IS NOT NULL
+     )
+     SELECT lane, (SELECT run_at FROM work_items INDEXED BY work_lane
+                    WHERE status = 'pending' AND coalesce(tenant_id, '') = lanes.lane
+                    ORDER BY run_at LIMIT 1) AS head
+       FROM lanes WHERE lane IS NOT NULL`,
+  );
+  const due = lanes
+    .filter((l) => l.head <= now)
+    .sort((a, b) => a.head - b.head || (a.lane < b.lane ? -1 : 1))
+    .slice(0, lanesPerClaim(limit));
+  const take = perLane(limit, due.length);
+  const out: Candidate[] = [];
+  for (const l of due) {
+    const items = c.sql.all<Candidate>(
+      `SELECT id, tenant_id, concurrency_key, priority FROM work_items INDEXED BY work_lane
+        WHERE status = 'pending' AND coalesce(tenant_id, '') = ? AND run_at <= ?
+        ORDER BY run_at, id LIMIT ?`,
+      l.lane,
+      now,
+      take,
+    );
+    // Priority orders a lane's look-ahead; items of equal priority keep their due order.
+    out.push(...items.sort((a, b) => b.priority - a.priority));
+  }
+  return out;
+}
+
+/**
+ * Lanes one claim looks at: more than its slots, so lanes whose due items all wait behind a
+ * busy concurrency key do not keep the next tenants out.
+ */
+export const lanesPerClaim = (limit: number): number => limit * 4;
+
+/**
+ * Items one claim reads from each lane: enough to fill its slots twice over between the
+ * lanes (a lane alone may take them all), so a few items held back by their concurrency key
+ * do not leave slots empty, while the rows read stay near `2 × limit`.
+ */
+export const perLane = (limit: number, lanes: number): number =>
+  Math.max(2, Math.ceil((2 * limit) / Math.max(1, lanes)));
+
+/**
+ * Interleaves candidates one per tenant in turn, tenants in the order given: every tenant's
+ * first item, then every tenant's second, and so on, so a burst of one tenant does not fill
+ * every worker slot ahead of another tenant's work.
  */
 export function roundRobin<T extends { tenant_id: string | null }>(items: T[]): T[] {
   const queues = new Map<string, T[]>();

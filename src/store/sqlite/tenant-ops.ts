@@ -1,5 +1,5 @@
 import { LonghaulError } from "../../core/errors.ts";
-import { dayOf, type Quotas } from "../../core/quotas.ts";
+import { dayOf, periodStart, type Quotas } from "../../core/quotas.ts";
 import type { TaskStatus } from "../../core/task-state.ts";
 import { json } from "../json.ts";
 import {
@@ -13,9 +13,26 @@ import {
 import type { ApiKeyRow, TenantRow, TenantUsage } from "../store.ts";
 import type { Ctx } from "./db.ts";
 
+/**
+ * A tenant's columns `t.*` with its token usage of today and of this month, and the tokens
+ * its live jobs hold reserved; takes the day and the month's first day as its two parameters.
+ */
+const TENANT_COLUMNS = `t.*,
+  (SELECT coalesce(sum(u.tokens), 0) FROM usage_daily u WHERE u.tenant_id = t.id AND u.day = ?) AS tokens_day,
+  (SELECT coalesce(sum(u.tokens), 0) FROM usage_daily u WHERE u.tenant_id = t.id AND u.day >= ?) AS tokens_month,
+  (SELECT coalesce(sum(j.reserved_tokens), 0) FROM jobs j
+    WHERE j.tenant_id = t.id AND j.status IN ('pending', 'created', 'running') AND j.reserved_tokens > 0)
+    AS tokens_reserved`;
+
+const periods = (c: Ctx) => [periodStart(c.clock.now(), "day"), periodStart(c.clock.now(), "month")];
+
 export function tenant(c: Ctx, id: string): TenantRow | null {
-  const r = c.sql.get<TenantDbRow>("SELECT * FROM tenants WHERE id = ?", id);
-  return r ? toTenant(r) : null;
+  const r = c.sql.get<TenantDbRow>(
+    `SELECT ${TENANT_COLUMNS} FROM tenants t WHERE t.id = ?`,
+    ...periods(c),
+    id,
+  );
+  return r ? toTenant(r, c.clock.now()) : null;
 }
 
 function insertKey(c: Ctx, tenantId: string, keyHash: string, hint: string | null): string {
@@ -60,14 +77,18 @@ export function ensureTenant(c: Ctx, t: { id: string; name: string; keyHash: str
 
 export function tenantByKeyHash(c: Ctx, keyHash: string): TenantRow | null {
   const r = c.sql.get<TenantDbRow>(
-    "SELECT t.* FROM api_keys k JOIN tenants t ON t.id = k.tenant_id WHERE k.key_hash = ? AND k.revoked_at IS NULL",
+    `SELECT ${TENANT_COLUMNS} FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
+      WHERE k.key_hash = ? AND k.revoked_at IS NULL`,
+    ...periods(c),
     keyHash,
   );
-  return r ? toTenant(r) : null;
+  return r ? toTenant(r, c.clock.now()) : null;
 }
 
 export function listTenants(c: Ctx): TenantRow[] {
-  return c.sql.all<TenantDbRow>("SELECT * FROM tenants ORDER BY created_at, id").map(toTenant);
+  return c.sql
+    .all<TenantDbRow>(`SELECT ${TENANT_COLUMNS} FROM tenants t ORDER BY t.created_at, t.id`, ...periods(c))
+    .map((r) => toTenant(r, c.clock.now()));
 }
 
 /** Changes name or quotas; new quotas wake the tenant's parked work, which re-checks them. */

@@ -53,8 +53,8 @@ export function registerWait(c: Ctx, lease: Lease, taskId: string, w: WaitReques
     jobId = c.ids.next("j");
     c.sql.run(
       `INSERT INTO jobs (id, tenant_id, task_id, step_id, provider, status, input, idempotency_key, poll_after_ms,
-         cancel_on_timeout, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?)`,
+         cancel_on_timeout, created_at, updated_at, max_tokens)
+       VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?)`,
       jobId,
       task.tenantId,
       taskId,
@@ -66,6 +66,7 @@ export function registerWait(c: Ctx, lease: Lease, taskId: string, w: WaitReques
       w.cancelOnTimeout ? 1 : 0,
       now,
       now,
+      w.maxTokens ?? null,
     );
     enqueue(c, [dispatchItem(task.tenantId, jobId)]);
   }
