@@ -25,6 +25,12 @@ export interface LonghaulConfig {
   inbox?: { dedupe_horizon_s?: number };
   /** Outbound webhooks: retry schedule in seconds, and whether private and loopback targets are allowed. */
   outbound?: OutboundConfig;
+  /**
+   * `GET /metrics`: behind the admin key on the API address by default (off without one);
+   * `listen` ("127.0.0.1:9464") serves it without a key on an address of its own; `public: true`
+   * opens it on the API address.
+   */
+  metrics?: { listen?: string; public?: boolean };
   taskTypes?: TaskType[];
 }
 

@@ -21,7 +21,9 @@ import { installErrorHandling } from "./error-handler.ts";
 import { EventStreams, type EventStreamsOptions } from "./event-streams.ts";
 import { eventsRoutes } from "./events-routes.ts";
 import { hooksRoutes } from "./hooks-routes.ts";
+import { REDACTED, redactPaths, safeSerializers } from "./log-redaction.ts";
 import type { Metrics } from "./metrics.ts";
+import { metricsAuth } from "./metrics-auth.ts";
 import { openapi } from "./openapi.ts";
 import { signalsRoutes } from "./signals-routes.ts";
 import { tasksRoutes } from "./tasks-routes.ts";
@@ -44,13 +46,20 @@ export interface ServerDeps {
   dashboard?: DashboardOptions | undefined;
   timeouts?: { headersMs?: number; requestMs?: number } | undefined;
   metrics?: Metrics | undefined;
+  /** `/metrics` on this server without the admin key (the `metrics.public` setting). */
+  metricsPublic?: boolean | undefined;
 }
 
 /** The HTTP API (DESIGN §7). Slow clients are cut off by header and request timeouts. */
 export function buildServer(d: ServerDeps): FastifyInstance {
   const t = { headersMs: 10_000, requestMs: 30_000, ...d.timeouts };
   const app = Fastify({
-    loggerInstance: d.log as FastifyBaseLogger,
+    // Request, response and error lines carry no capability token and no key, whatever logger
+    // the deployment was given.
+    loggerInstance: d.log.child(
+      {},
+      { serializers: safeSerializers, redact: { paths: redactPaths, censor: REDACTED } },
+    ) as FastifyBaseLogger,
     bodyLimit: 1024 * 1024,
     // Slow clients (slowloris) are cut off: all headers within headersMs, the whole request
     // within requestMs, checked often enough that the limits mean what they say.
@@ -87,9 +96,11 @@ export function buildServer(d: ServerDeps): FastifyInstance {
   app.get("/openapi.json", async () => openapi);
   if (d.metrics) {
     const registry = d.metrics.registry;
-    app.get("/metrics", async (_req, reply) =>
-      reply.type(registry.contentType).send(await registry.metrics()),
-    );
+    const auth = d.metricsPublic ? null : metricsAuth(d.adminKey);
+    app.get("/metrics", async (req, reply) => {
+      await auth?.(req);
+      return reply.type(registry.contentType).send(await registry.metrics());
+    });
   }
 
   hooksRoutes(app, d.store, d.sources, d.clock, d.metrics);
@@ -110,7 +121,7 @@ export function buildServer(d: ServerDeps): FastifyInstance {
     signalsRoutes(api, d.store);
     usageRoutes(api, d.store);
     eventsRoutes(api, d.store, streams);
-    webhookEndpointsRoutes(api, d.store, d.outbound);
+    webhookEndpointsRoutes(api, d.store, d.outbound, d.clock);
   });
   return app;
 }
