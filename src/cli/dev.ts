@@ -50,7 +50,7 @@ export async function dev(argv: string[]): Promise<void> {
       "longhaul dev: LONGHAUL_SECRET_KEY is not set, so generated secrets are stored in plain text (`longhaul serve` refuses this).",
     );
   }
-  if (!isLoopbackAddress(values.host)) {
+  if (!isLoopbackAddress(values.host) && values.host !== "localhost") {
     console.error(`
   WARNING: longhaul dev is listening on ${values.host}, reachable from other machines.
   Anyone who reaches it can use the API with the development key printed below if they
