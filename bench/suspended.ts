@@ -1,7 +1,7 @@
 // Suspended tasks (issue #4), two parts in one run.
 //
 // 1. Memory per suspended task: the heap and RSS of one process holding N tasks suspended on
-//    a `step.callback` (DESIGN §2: a suspended task is rows in the store and nothing else),
+//    a `step.callback` (ARCHITECTURE §2: a suspended task is rows in the store and nothing else),
 //    beside the peer measured the same way in the same process: N suspensions held in memory
 //    (a pending promise, its resolver in a map by task id, the awaiting async frame).
 // 2. Resume latency: callbacks POSTed over loopback at an open-loop 500/s, from the POST being

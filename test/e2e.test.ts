@@ -205,7 +205,7 @@ describe("tasks end to end over HTTP on a SQLite file", () => {
     assert.deepEqual(await first.json(), { received: true, duplicate: false });
     const dup = await post("sim", headers(SIM_SECRET));
     assert.deepEqual(await dup.json(), { received: true, duplicate: true });
-    // An event for an unknown job is kept, not lost (DESIGN §3.5).
+    // An event for an unknown job is kept, not lost (ARCHITECTURE §3.5).
     await waitFor(() => inbox(stack, "job_unknown")[0]?.status === "unmatched");
   });
 });

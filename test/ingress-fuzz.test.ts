@@ -5,7 +5,7 @@ import { type IngressStack, startIngressStack } from "./ingress-stack.ts";
 
 /**
  * Random requests against every scheme over real HTTP. Whatever arrives, ingress answers
- * below 500 and records nothing unless the signature is valid (DESIGN §4.3). The run counts
+ * below 500 and records nothing unless the signature is valid (ARCHITECTURE §4.3). The run counts
  * keep the file to a few seconds; a failure prints its seed and shrunk counterexample.
  */
 

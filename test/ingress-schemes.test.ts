@@ -14,9 +14,9 @@ import { signStripe } from "../src/ingress/stripe.ts";
 type Vector = Record<string, string | number> & { scheme: string; body: string };
 
 const vectors = (
-  JSON.parse(
-    readFileSync(new URL("../../shared/vectors/webhook-signatures.json", import.meta.url), "utf8"),
-  ) as { vectors: Vector[] }
+  JSON.parse(readFileSync(new URL("./fixtures/webhook-signatures.json", import.meta.url), "utf8")) as {
+    vectors: Vector[];
+  }
 ).vectors;
 
 const NOW_S = 1_767_225_600;
@@ -76,7 +76,7 @@ describe("the published vectors", () => {
   const secretsOf = (v: Vector) =>
     v.version === "v1a" ? [`whpk_${v.ed25519_public_base64}`] : [String(v.secret)];
 
-  test("every vector in the shared file belongs to a scheme reproduced here", () => {
+  test("every vector in the fixture file belongs to a scheme reproduced here", () => {
     assert.ok(vectors.length >= 5);
     for (const v of vectors) assert.ok(reproduce[v.scheme], `no reproducer for a ${v.scheme} vector`);
   });

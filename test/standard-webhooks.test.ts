@@ -20,14 +20,14 @@ interface Vector {
 }
 
 const vectors = (
-  JSON.parse(
-    readFileSync(new URL("../../shared/vectors/webhook-signatures.json", import.meta.url), "utf8"),
-  ) as { vectors: Vector[] }
+  JSON.parse(readFileSync(new URL("./fixtures/webhook-signatures.json", import.meta.url), "utf8")) as {
+    vectors: Vector[];
+  }
 ).vectors.filter((v) => v.scheme === "standard-webhooks");
 
 function vector(version: string): Vector {
   const v = vectors.find((x) => x.version === version);
-  assert.ok(v, `the shared vectors hold a standard-webhooks ${version} vector`);
+  assert.ok(v, `the fixture vectors hold a standard-webhooks ${version} vector`);
   return v;
 }
 

@@ -8,7 +8,7 @@ import type { OutboundConfig } from "../outbound/settings.ts";
 import type { ProviderConfig } from "../providers/from-config.ts";
 import type { TokenKey } from "../tokens/keyring.ts";
 
-/** The configuration file (DESIGN §7): `.ts`, `.js` (default export) or `.json`. */
+/** The configuration file (ARCHITECTURE §7): `.ts`, `.js` (default export) or `.json`. */
 export interface LonghaulConfig {
   sources?: Record<string, SourceConfig>;
   /**

@@ -87,9 +87,9 @@ export async function dev(argv: string[]): Promise<void> {
     ...engineOptions(config),
     ...(config.tokens ? { tokens: config.tokens } : {}),
     ...(config.metrics ? { metrics: config.metrics } : {}),
-    // DESIGN §7: development allows loopback and private webhook targets (link-local stays refused).
+    // ARCHITECTURE §7: development allows loopback and private webhook targets (link-local stays refused).
     outbound: { allow_private_networks: true, ...config.outbound },
-    // DESIGN §7: under dev the dashboard opens signed in as the development tenant, for a
+    // ARCHITECTURE §7: under dev the dashboard opens signed in as the development tenant, for a
     // browser on this machine only (see dashboard-routes.ts).
     dashboard: { devApiKey: apiKey },
   });

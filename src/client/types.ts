@@ -1,4 +1,4 @@
-/** The JSON shapes of the longhaul HTTP API (DESIGN §7), as the client returns them: snake_case, as on the wire. */
+/** The JSON shapes of the longhaul HTTP API (ARCHITECTURE §7), as the client returns them: snake_case, as on the wire. */
 
 export type TaskStatus =
   | "pending"

@@ -1,5 +1,5 @@
 /**
- * One error type with a stable `code`. Codes are promised to users (DESIGN §6): add new
+ * One error type with a stable `code`. Codes are promised to users (ARCHITECTURE §6): add new
  * ones, never rename. `httpStatus` is the one table from code to HTTP status.
  */
 export const errorStatus = {

@@ -1,5 +1,5 @@
 /**
- * External job states, ranked so events can only move a job forward (DESIGN §3.3): a
+ * External job states, ranked so events can only move a job forward (ARCHITECTURE §3.3): a
  * `job.running` that arrives after `job.succeeded` is recorded and ignored.
  */
 export const jobStatuses = [
@@ -27,7 +27,7 @@ export function isTerminalJob(s: JobStatus): boolean {
   return rank[s] === 3;
 }
 
-/** The provider event types of DESIGN §7 and the job state each one means. */
+/** The provider event types of ARCHITECTURE §7 and the job state each one means. */
 export const jobEventTypes = {
   "job.created": "created",
   "job.running": "running",

@@ -1,6 +1,6 @@
 import { LonghaulError } from "./errors.ts";
 
-/** A tenant's limits (DESIGN §4.6). Absent or null: unlimited. */
+/** A tenant's limits (ARCHITECTURE §4.6). Absent or null: unlimited. */
 export interface Quotas {
   /** External jobs running at once; excess tasks wait as `pending`, excess dispatches wait. */
   max_concurrent_jobs?: number | null;

@@ -52,11 +52,11 @@ export type RunResult =
 
 /** What replay needs from outside: all I/O goes through these. */
 export interface ReplayPorts {
-  /** Stores a `step.run` outcome; awaited before the step resolves (DESIGN §3.2). */
+  /** Stores a `step.run` outcome; awaited before the step resolves (ARCHITECTURE §3.2). */
   storeRunOutcome(outcome: RunOutcome): Promise<void>;
   /**
    * Stores a new wait before the function is abandoned, so whatever ends it can arrive at
-   * any moment after (DESIGN §3.5). Returns the stored step, with its deadline and attempt.
+   * any moment after (ARCHITECTURE §3.5). Returns the stored step, with its deadline and attempt.
    */
   registerWait(wait: WaitRequest): Promise<StoredStep>;
   /** The capability URL of a registered callback step (deterministic for the stored step). */

@@ -1,6 +1,6 @@
 /**
- * Task states (DESIGN §7). A task cycles between `running` and `waiting` while it makes
- * progress; once terminal it never changes again (DESIGN §3.3).
+ * Task states (ARCHITECTURE §7). A task cycles between `running` and `waiting` while it makes
+ * progress; once terminal it never changes again (ARCHITECTURE §3.3).
  */
 export const taskStatuses = [
   "pending",

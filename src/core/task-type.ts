@@ -2,7 +2,7 @@ import type { Duration } from "./duration.ts";
 
 /** What a `step.run` callback is given. */
 export interface RunContext {
-  /** Stable across attempts and replays: pass it to outside systems for exactly-once effects (DESIGN §3.2). */
+  /** Stable across attempts and replays: pass it to outside systems for exactly-once effects (ARCHITECTURE §3.2). */
   idempotencyKey: string;
   /** 1 on the first attempt. */
   attempt: number;
@@ -15,7 +15,7 @@ export interface JobOptions {
   input: unknown;
   /** How long to wait for the job to end before the step times out. */
   timeout?: Duration;
-  /** With no terminal webhook by then, the reconciler starts asking the provider (DESIGN §2). */
+  /** With no terminal webhook by then, the reconciler starts asking the provider (ARCHITECTURE §2). */
   pollAfter?: Duration;
   /** Ask the provider to cancel the job when the step times out. Default true. */
   cancelOnTimeout?: boolean;

@@ -1,7 +1,7 @@
 /**
  * What a suspended step waits for. A wait is registered (stored) before the function is
  * abandoned, so a callback, decision or event that arrives at any moment after that finds
- * it (DESIGN §3.5). Each has a deadline, enforced by a durable timer.
+ * it (ARCHITECTURE §3.5). Each has a deadline, enforced by a durable timer.
  */
 export type WaitRequest = JobWait | CallbackWait | ApprovalWait | SleepWait | EventWait;
 

@@ -7,7 +7,7 @@ import { demoEcho } from "./demo-echo.ts";
 import { ragSummary } from "./rag-summary.ts";
 
 /**
- * The task types `longhaul dev` registers (DESIGN §7), and `graph`, which runs declarative
+ * The task types `longhaul dev` registers (ARCHITECTURE §7), and `graph`, which runs declarative
  * graphs. Chunks of `rag_summary` go under `dataDir/chunks`.
  */
 export function demoTaskTypes(dataDir: string): TaskType[] {

@@ -7,7 +7,7 @@ const DEFAULT_MAX_ATTEMPTS = 4;
 
 /**
  * Advances one task: re-runs its function with replay of the stored steps and records what
- * happened. The work item's concurrency key makes this the task's only advancer (DESIGN §3.4).
+ * happened. The work item's concurrency key makes this the task's only advancer (ARCHITECTURE §3.4).
  */
 export async function advance(d: EngineDeps, item: WorkItem, lease: Lease): Promise<void> {
   const taskId = String(item.payload.taskId);

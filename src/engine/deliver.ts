@@ -3,7 +3,7 @@ import type { Lease, WorkItem } from "../store/store.ts";
 import type { EngineDeps } from "./deps.ts";
 
 /**
- * Sends one outbound webhook attempt (DESIGN §4.7) and records its outcome with the work
+ * Sends one outbound webhook attempt (ARCHITECTURE §4.7) and records its outcome with the work
  * item's retry or completion in one transaction. A delivery that is no longer pending (its
  * endpoint was disabled or deleted) completes without a request.
  */

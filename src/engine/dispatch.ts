@@ -7,7 +7,7 @@ import type { EngineDeps } from "./deps.ts";
 /**
  * Creates a job at its provider. The idempotency key `task:step` goes with every attempt,
  * so a retry after a timeout or a crash between the provider's answer and our commit
- * returns the same job instead of a second paid one (DESIGN §3.7).
+ * returns the same job instead of a second paid one (ARCHITECTURE §3.7).
  */
 export async function dispatch(d: EngineDeps, item: WorkItem, lease: Lease): Promise<void> {
   const jobId = String(item.payload.jobId);

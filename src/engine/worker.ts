@@ -42,7 +42,7 @@ export interface WorkerOptions {
 /**
  * The worker loop: claim due items up to the free slots, run their handlers, keep their
  * leases alive, and sleep until the store signals new work or the next item is due. Expired
- * leases of crashed workers are handed back on a timer (DESIGN §3.4).
+ * leases of crashed workers are handed back on a timer (ARCHITECTURE §3.4).
  */
 export class Worker {
   readonly id: string;

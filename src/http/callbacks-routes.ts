@@ -12,7 +12,7 @@ const MAX_BODY = 1024 * 1024;
 /**
  * `POST /v1/callbacks/:token`: the capability URL a `step.callback` handed out. The token
  * is checked before anything is read from the store (shape, key, MAC, expiry); then the
- * store ends the step only if it still waits with the token's attempt (DESIGN §4.5).
+ * store ends the step only if it still waits with the token's attempt (ARCHITECTURE §4.5).
  */
 export function callbacksRoutes(
   app: FastifyInstance,

@@ -56,7 +56,7 @@ code{background:#eef1f4;padding:.1rem .3rem;border-radius:4px}</style></head>
 </body></html>`;
 
 /**
- * `GET /` and `GET /assets/*`: the dashboard (DESIGN §7). The page is read from the build on
+ * `GET /` and `GET /assets/*`: the dashboard (ARCHITECTURE §7). The page is read from the build on
  * each request, so a rebuild shows without a restart; assets carry a content hash in their
  * name and are cached for a year. A missing build answers 503 with what to do.
  */

@@ -41,7 +41,7 @@ export function sseFrame(e: TaskEventRow): string {
 }
 
 /**
- * The open SSE streams of this node (DESIGN §4.7), fed from the durable task event log.
+ * The open SSE streams of this node (ARCHITECTURE §4.7), fed from the durable task event log.
  *
  * Pull, not push: a stream holds only the last seq it wrote. A commit wakes the streams of
  * its tenant; each reads the next page after its own seq and writes it, and when the socket

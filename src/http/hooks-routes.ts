@@ -10,7 +10,7 @@ import type { Metrics } from "./metrics.ts";
 
 /**
  * `POST /hooks/:source`: verify the raw bytes, record the event and its work item in one
- * transaction, answer. Nothing else happens on this path (DESIGN §2): the worker applies it.
+ * transaction, answer. Nothing else happens on this path (ARCHITECTURE §2): the worker applies it.
  * An unknown source (404) and a body over the source's limit (413) are refused before the
  * body is read; a chunked body is cut off as soon as it grows past the limit.
  */

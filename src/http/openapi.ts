@@ -1,5 +1,5 @@
 /**
- * `GET /openapi.json`: the HTTP API (DESIGN §7) as OpenAPI 3.1, for client generators and
+ * `GET /openapi.json`: the HTTP API (ARCHITECTURE §7) as OpenAPI 3.1, for client generators and
  * API explorers. Bodies are described where they are the contract; see the README for more.
  */
 const error = { $ref: "#/components/schemas/Error" };
@@ -93,5 +93,6 @@ export const openapi = {
     "/v1/admin/events/{id}/replay": { post: op("Apply an inbox event again") },
     "/healthz": { get: op("Health; 503 degraded while the database is unreachable", noAuth) },
     "/metrics": { get: op("Prometheus metrics (admin key, unless metrics.public)") },
+    "/openapi.json": { get: op("This document: the HTTP API as OpenAPI 3.1", noAuth) },
   },
 } as const;

@@ -4,7 +4,7 @@ import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-/** The public JSON of a task (DESIGN §7); snake_case on the wire. */
+/** The public JSON of a task (ARCHITECTURE §7); snake_case on the wire. */
 export function taskSummary(t: TaskRow) {
   return {
     task_id: t.id,
@@ -26,7 +26,7 @@ export interface DetailContext {
   decisions: Map<string, ApprovalDecisionRow[]>;
 }
 
-/** What a waiting step shows its own tenant it waits for (DESIGN §7): links, approvers, match. */
+/** What a waiting step shows its own tenant it waits for (ARCHITECTURE §7): links, approvers, match. */
 function waitingFor(t: TaskRow, s: StepRow, ctx: DetailContext): Record<string, unknown> {
   if (s.status !== "waiting") return {};
   const ws = { stepId: s.stepId, attempts: s.attempts, deadlineAt: s.deadlineAt };

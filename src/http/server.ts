@@ -50,7 +50,7 @@ export interface ServerDeps {
   metricsPublic?: boolean | undefined;
 }
 
-/** The HTTP API (DESIGN §7). Slow clients are cut off by header and request timeouts. */
+/** The HTTP API (ARCHITECTURE §7). Slow clients are cut off by header and request timeouts. */
 export function buildServer(d: ServerDeps): FastifyInstance {
   const t = { headersMs: 10_000, requestMs: 30_000, ...d.timeouts };
   const app = Fastify({

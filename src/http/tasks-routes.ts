@@ -23,7 +23,7 @@ function optionalString(body: Record<string, unknown>, field: string): string | 
   return v;
 }
 
-/** `/v1/tasks`: submit, read, list, cancel. Every query is scoped by the caller's tenant (DESIGN §3.6). */
+/** `/v1/tasks`: submit, read, list, cancel. Every query is scoped by the caller's tenant (ARCHITECTURE §3.6). */
 export function tasksRoutes(
   app: FastifyInstance,
   store: Store,

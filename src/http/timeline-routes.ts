@@ -10,7 +10,7 @@ const MAX_EVENTS = 1000;
  * What one inbox row meant for its job. `duplicate`: the same state change had already been
  * applied from another delivery (a webhook and a reconciler poll, say); `late`: the result came
  * after the step's deadline and was kept, not applied; `out_of_order`: an older state arriving
- * after a newer one (DESIGN §3.3).
+ * after a newer one (ARCHITECTURE §3.3).
  */
 export type DeliveryVerdict =
   | "applied"
@@ -106,7 +106,7 @@ async function inboxOf(store: Store, jobs: JobRow[]): Promise<InboxEventRow[]> {
  * `GET /v1/tasks/:id/timeline`: the external-job ledger of one task, ordered by time: its task
  * events and every delivery (webhook or reconciler poll) recorded for its jobs. A delivery sorts
  * before an event of the same millisecond, since applying it is what emitted the event.
- * Scoped by the caller's tenant (DESIGN §3.6).
+ * Scoped by the caller's tenant (ARCHITECTURE §3.6).
  */
 export function timelineRoutes(app: FastifyInstance, store: Store): void {
   app.get<{ Params: { id: string } }>("/v1/tasks/:id/timeline", async (req) => {

@@ -72,8 +72,8 @@ async function checkUrl(value: unknown, settings: OutboundSettings): Promise<str
 
 /**
  * `/v1/webhook-endpoints`: the tenant's outbound webhook endpoints and their delivery logs
- * (DESIGN §4.7). Every lookup is scoped by the caller's tenant: another tenant's ids are 404
- * (DESIGN §3.6).
+ * (ARCHITECTURE §4.7). Every lookup is scoped by the caller's tenant: another tenant's ids are 404
+ * (ARCHITECTURE §3.6).
  */
 export function webhookEndpointsRoutes(
   app: FastifyInstance,

@@ -2,7 +2,7 @@ import { createSecretKey, type KeyObject, timingSafeEqual } from "node:crypto";
 import { LonghaulError } from "../core/errors.ts";
 import type { SourceConfig } from "./sources.ts";
 
-/** What a verifier is given: the request as it arrived, before any parse (DESIGN §4.3). */
+/** What a verifier is given: the request as it arrived, before any parse (ARCHITECTURE §4.3). */
 export interface VerifyRequest {
   /** Lower-cased header names, as Node gives them. */
   headers: Record<string, string | string[] | undefined>;
@@ -181,7 +181,7 @@ const parsedBodies = new WeakMap<Buffer, JsonBody>();
 /**
  * The body parsed as UTF-8 JSON, once per body: a scheme that reads the event id from the
  * body and the route that checks the body is JSON share one parse. Call it only after the
- * signature is verified (DESIGN §4.3).
+ * signature is verified (ARCHITECTURE §4.3).
  */
 export function jsonBody(body: Buffer): JsonBody {
   const known = parsedBodies.get(body);

@@ -8,7 +8,7 @@ import { slack } from "./slack.ts";
 import { standardWebhooks } from "./standard-webhooks.ts";
 import { stripe } from "./stripe.ts";
 
-/** A configured webhook endpoint `/hooks/:name` (DESIGN §4.3). */
+/** A configured webhook endpoint `/hooks/:name` (ARCHITECTURE §4.3). */
 export interface Source {
   name: string;
   provider: string;

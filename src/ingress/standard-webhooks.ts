@@ -29,7 +29,7 @@ import {
  *
  * Headers `webhook-id`, `webhook-timestamp` and `webhook-signature`. The signed content is
  * `id.timestamp.` followed by the raw body bytes, which are hashed as received: a body is
- * never decoded to text before it is verified (DESIGN §4.3). `webhook-signature` is a
+ * never decoded to text before it is verified (ARCHITECTURE §4.3). `webhook-signature` is a
  * space-separated list of `version,signature` entries:
  * - `v1`: base64 HMAC-SHA256, keyed with the base64-decoded secret after its `whsec_` prefix;
  * - `v1a`: base64 ed25519 signature, checked against a `whpk_` public key (base64, 32 bytes).

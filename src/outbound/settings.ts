@@ -19,7 +19,7 @@ export interface OutboundSettings {
   secrets: SecretBox;
 }
 
-/** The `outbound` option of the configuration (DESIGN §7). */
+/** The `outbound` option of the configuration (ARCHITECTURE §7). */
 export interface OutboundConfig {
   retry_schedule_s?: number[];
   allow_private_networks?: boolean;

@@ -3,7 +3,7 @@ import { isJobEventType, type JobStatus, jobEventTypes } from "../core/job-state
 import type { JobSnapshot, JobUsage, ProviderEvent } from "./provider.ts";
 
 /**
- * The brief's provider event shape (DESIGN §7):
+ * The brief's provider event shape (ARCHITECTURE §7):
  * `{"id", "type": "job.created|job.running|job.succeeded|job.failed", "data": {"job_id", "output"?, "error"?, "usage"?}}`.
  * The simulator and plain HTTP services speak it, and the reconciler writes its synthesized
  * events in it, so one parser serves them all.

@@ -3,7 +3,7 @@ import type { JobEventType, JobStatus } from "../core/job-state.ts";
 /** What the engine hands a provider when it dispatches a `step.job`. */
 export interface CreateJobRequest {
   input: unknown;
-  /** `task_id:step_id`: the provider must return the same job for the same key (DESIGN §3.7). */
+  /** `task_id:step_id`: the provider must return the same job for the same key (ARCHITECTURE §3.7). */
   idempotencyKey: string;
   /** Where the provider should send this job's events. */
   webhookUrl: string;
@@ -23,7 +23,7 @@ export interface JobUsage {
   total_tokens?: number;
 }
 
-/** A provider event in the brief's shape (DESIGN §7), after the provider adapter parsed it. */
+/** A provider event in the brief's shape (ARCHITECTURE §7), after the provider adapter parsed it. */
 export interface ProviderEvent {
   eventId: string;
   type: JobEventType;
@@ -51,7 +51,7 @@ export interface Provider {
   create(req: CreateJobRequest): Promise<CreatedJob>;
   /** Parses a verified webhook body into the brief's event shape; throws on a malformed body. */
   parseEvent(body: unknown): ProviderEvent;
-  /** The job's current state, for the reconciler when webhooks do not come (DESIGN §2). */
+  /** The job's current state, for the reconciler when webhooks do not come (ARCHITECTURE §2). */
   status?(jobId: string): Promise<JobSnapshot>;
   cancel?(jobId: string): Promise<void>;
   /**

@@ -4,9 +4,9 @@ import type { ProviderEvent } from "../providers/provider.ts";
 
 /** What a provider event does to its job, decided from the job's status alone. */
 export type JobEventEffect =
-  /** DESIGN §4.4: a result after the step timed out, kept on the step for people to see, never applied. */
+  /** ARCHITECTURE §4.4: a result after the step timed out, kept on the step for people to see, never applied. */
   | { kind: "late"; lateOutput: unknown; note: string }
-  /** DESIGN §3.3: an event that would move the job backwards; recorded, never applied. */
+  /** ARCHITECTURE §3.3: an event that would move the job backwards; recorded, never applied. */
   | { kind: "ignored"; note: string }
   /** The job ends, and its step with it. */
   | {

@@ -8,14 +8,14 @@ import type { WaitRequest } from "../core/wait.ts";
 import type { JobUsage, ProviderEvent } from "../providers/provider.ts";
 
 /**
- * The one persistence interface (DESIGN §4.1). Every method is an atomic operation: it
+ * The one persistence interface (ARCHITECTURE §4.1). Every method is an atomic operation: it
  * commits entirely or not at all, and when its promise resolves the change is durable
- * (DESIGN §3.1). Implementations: `sqlite/` (group commit) and, later, `postgres/`. Both run
+ * (ARCHITECTURE §3.1). Implementations: `sqlite/` (group commit) and, later, `postgres/`. Both run
  * `test/store-contract.ts`.
  *
  * Methods that finish a claimed work item take its `Lease` and fail with LEASE_LOST when the
  * lease has passed to another worker, so a worker that stalled past its lease cannot
- * overwrite its successor's work (DESIGN §3.4).
+ * overwrite its successor's work (ARCHITECTURE §3.4).
  */
 export interface Store {
   /** Applies pending migrations; refuses a schema newer than this code (SCHEMA_TOO_NEW). */
@@ -67,7 +67,7 @@ export interface Store {
   /**
    * Marks a non-terminal task running (first run or resume). `ended`: the task has ended and
    * the item is completed. `parked`: a new task of a tenant at its job limit waits as
-   * pending; the item is given back, parked (DESIGN §4.6).
+   * pending; the item is given back, parked (ARCHITECTURE §4.6).
    */
   beginAdvance(lease: Lease, taskId: string): Promise<"started" | "ended" | "parked">;
   /**
@@ -81,7 +81,7 @@ export interface Store {
   /**
    * Stores a new wait step with its deadline timer, and what it needs: a job and its
    * dispatch, reminder timers, a signal subscription (satisfied at once by a signal that
-   * came first, DESIGN §3.5). Returns the stored step.
+   * came first, ARCHITECTURE §3.5). Returns the stored step.
    */
   registerWait(lease: Lease, taskId: string, wait: WaitRequest): Promise<StoredStep>;
   markHandedOff(lease: Lease, taskId: string, stepId: string): Promise<void>;
@@ -91,19 +91,19 @@ export interface Store {
   getJob(jobId: string): Promise<JobRow | null>;
   /**
    * Records the provider's id for a dispatched job, completes the dispatch item, and
-   * re-queues any event that arrived for that job before it was known (DESIGN §3.5).
+   * re-queues any event that arrived for that job before it was known (ARCHITECTURE §3.5).
    */
   recordJobCreated(lease: Lease, jobId: string, externalId: string, status: JobStatus): Promise<void>;
   /** A dispatch that cannot succeed: the job and its step fail, and the task is advanced. */
   failJob(lease: Lease, jobId: string, error: ErrorInfo): Promise<void>;
 
   /**
-   * Records a verified inbound delivery and its apply item in one transaction (DESIGN §3.1).
+   * Records a verified inbound delivery and its apply item in one transaction (ARCHITECTURE §3.1).
    * A second delivery of the same `(source, eventId)` changes nothing.
    */
   recordEvent(e: NewInboxEvent): Promise<{ id: string; duplicate: boolean }>;
   getInboxEvent(id: string): Promise<InboxEventRow | null>;
-  /** Applies a parsed provider event to its job, step and task exactly once (DESIGN §3.2, §3.3). */
+  /** Applies a parsed provider event to its job, step and task exactly once (ARCHITECTURE §3.2, §3.3). */
   applyJobEvent(lease: Lease, inboxId: string, provider: string, event: ProviderEvent): Promise<ApplyOutcome>;
   /** Marks an inbox event that could not be parsed, and completes its item. */
   rejectInboxEvent(lease: Lease, inboxId: string, note: string): Promise<void>;
@@ -132,7 +132,7 @@ export interface Store {
     events: InboxEventRow[];
     nextCursor: string | null;
   }>;
-  /** Queues an inbox event to be applied again; its effect stays exactly-once (DESIGN §3.2). EVENT_NOT_FOUND. */
+  /** Queues an inbox event to be applied again; its effect stays exactly-once (ARCHITECTURE §3.2). EVENT_NOT_FOUND. */
   replayInboxEvent(id: string): Promise<InboxEventRow>;
 
   /** A step's row and its task's status, for the holder of a capability token (already verified). */
@@ -143,7 +143,7 @@ export interface Store {
   ): Promise<{ task: TaskRow; step: StepRow } | null>;
   /**
    * Ends a callback step with the posted result if it still waits with `attempt`. Every
-   * call is recorded in the inbox (source `callback`), refused ones too (DESIGN §3.3).
+   * call is recorded in the inbox (source `callback`), refused ones too (ARCHITECTURE §3.3).
    */
   completeCallback(c: CallbackDelivery): Promise<WaitAnswer>;
   /** Records one approver's decision; ends the step when the quorum is reached or lost. */
@@ -199,7 +199,7 @@ export interface Store {
   // ── realtime ──
   /**
    * Calls `fn` once per appended task event, after the commit that made it durable, never
-   * before; returns the unsubscribe. Feeds the SSE streams (DESIGN §4.7).
+   * before; returns the unsubscribe. Feeds the SSE streams (ARCHITECTURE §4.7).
    */
   onTaskEvents(fn: (tenantId: string, seq: number) => void): () => void;
   /** The seq of the tenant's newest task event, 0 if none: where a stream without Last-Event-ID starts. */
@@ -256,7 +256,7 @@ export interface Store {
    * The inbox rows of these jobs (the provider's job ids), oldest first: every webhook delivery
    * and reconciler poll a task's timeline shows. A row gets its job id when it is applied, so
    * one still waiting to be applied is not returned. The caller scopes `externalIds` to a
-   * tenant's jobs (DESIGN §3.6). Empty `externalIds`: no rows.
+   * tenant's jobs (ARCHITECTURE §3.6). Empty `externalIds`: no rows.
    */
   inboxForJobs(provider: string, externalIds: string[]): Promise<InboxEventRow[]>;
 }

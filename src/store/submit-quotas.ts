@@ -3,7 +3,7 @@ import { overBudget, secondsUntilNextDay } from "../core/quotas.ts";
 import type { TenantRow } from "./store.ts";
 
 /**
- * DESIGN §4.6: the daily task limit, and the token budget under the `reject` policy.
+ * ARCHITECTURE §4.6: the daily task limit, and the token budget under the `reject` policy.
  * `submittedToday`: the tenant's tasks submitted today before this one. QUOTA_EXCEEDED,
  * BUDGET_EXCEEDED.
  */

@@ -123,7 +123,7 @@ export interface TimeoutEnd {
 }
 
 /**
- * Each kind's timeout policy (DESIGN §4.4): a sleep or a signal wait succeeds with null, an
+ * Each kind's timeout policy (ARCHITECTURE §4.4): a sleep or a signal wait succeeds with null, an
  * approval takes its `onTimeout` default if it has one, the others time out. Null for a step
  * that has no deadline to reach. A `job` step's job is timed out by the store beforehand.
  */

@@ -20,7 +20,7 @@ export class CapabilityUrls {
     private readonly defaultLifetimeMs: number,
     /**
      * Links outlive their step's deadline by this much, only so that a late call is
-     * recognized and kept as a late result (DESIGN §4.4); past the deadline they never
+     * recognized and kept as a late result (ARCHITECTURE §4.4); past the deadline they never
      * resume anything, and the API answers 410.
      */
     private readonly lateGraceMs = 24 * 3_600_000,

@@ -3,7 +3,7 @@ import { LonghaulError } from "../core/errors.ts";
 import type { Keyring } from "./keyring.ts";
 
 /**
- * Capability tokens (DESIGN §4.5): `v1.<payload>.<mac>`, both parts base64url without
+ * Capability tokens (ARCHITECTURE §4.5): `v1.<payload>.<mac>`, both parts base64url without
  * padding. The payload is compact JSON:
  *
  *   {"k":key id,"tn":tenant,"t":task,"s":step,"a":attempt,"p":purpose,"e":expiry s,"u"?:approver}

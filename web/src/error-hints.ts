@@ -1,6 +1,6 @@
 import type { ErrorInfo } from "./types.ts";
 
-/** What a person can do about an error, by its stable code (DESIGN §6). */
+/** What a person can do about an error, by its stable code (ARCHITECTURE §6). */
 const hints: Record<string, string> = {
   JOB_FAILED:
     "The provider reported that the job failed. Read its error below; fix the input and submit the task again with a new client_request_id.",

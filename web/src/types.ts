@@ -1,4 +1,4 @@
-/** The API's JSON shapes the dashboard reads (DESIGN §7), snake_case as on the wire. */
+/** The API's JSON shapes the dashboard reads (ARCHITECTURE §7), snake_case as on the wire. */
 
 export type TaskStatus =
   | "pending"

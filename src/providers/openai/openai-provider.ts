@@ -27,7 +27,7 @@ export interface OpenAIProviderOptions {
  * The `Provider` for OpenAI's asynchronous APIs. `input.kind === "batch"` creates a Batch
  * (`POST /batches`); any other input is the body of a background response
  * (`POST /responses` with `background: true`). Every creation carries the engine's key as
- * `Idempotency-Key` (DESIGN §3.7) and `metadata.longhaul_task` / `longhaul_step`.
+ * `Idempotency-Key` (ARCHITECTURE §3.7) and `metadata.longhaul_task` / `longhaul_step`.
  *
  * OpenAI's webhooks are set per project, not per request: `webhookUrl` is not sent, and the
  * project's endpoint must point at this deployment's `/hooks/<source>`.

@@ -31,7 +31,7 @@ const statuses: Record<string, JobStatus> = {
 
 /**
  * The `Provider` for the simulator's HTTP API. `create` sends the engine's idempotency key
- * as `Idempotency-Key`, so a retried dispatch gets the job created before (DESIGN §3.7).
+ * as `Idempotency-Key`, so a retried dispatch gets the job created before (ARCHITECTURE §3.7).
  * A network failure, a timeout, a 5xx, a 408 or a 429 is a retriable `ProviderError`; any
  * other refusal is not.
  */

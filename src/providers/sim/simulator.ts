@@ -46,7 +46,7 @@ export interface Simulator {
 export const DEFAULT_RETRY_SCHEDULE_MS: readonly number[] = [100, 500, 2000, 5000, 10_000, 30_000, 60_000];
 
 /**
- * Starts the provider simulator (DESIGN §4.8): an asynchronous LLM API over plain HTTP that
+ * Starts the provider simulator (ARCHITECTURE §4.8): an asynchronous LLM API over plain HTTP that
  * sends signed webhooks, deterministic for a seed. With `stateFile`, a simulator started on
  * the file of a closed one carries on: jobs end on schedule (at once when overdue), pending
  * deliveries go out, and idempotency keys still name their jobs.

@@ -9,7 +9,7 @@ import type { Ctx } from "./db.ts";
  *   due, and not behind a concurrency key that is already leased. `SKIP LOCKED` passes over
  *   the rows another claim is taking at this moment instead of waiting for it. It looks past
  *   `limit`, because the steps below may set some aside.
- * - `in_turns`: fairness across tenants (DESIGN §4.2): each tenant's first item, then each
+ * - `in_turns`: fairness across tenants (ARCHITECTURE §4.2): each tenant's first item, then each
  *   tenant's second, and so on, tenants in the order of their first item; one tenant's burst
  *   does not fill every slot ahead of another tenant's work.
  * - `one_per_key`: at most one item per concurrency key, the first in that order, so one

@@ -48,7 +48,7 @@ export async function beginAdvance(
     await removeItem(c, lease);
     return "ended";
   }
-  // DESIGN §4.6: a new task of a tenant at its job limit (or over a parking budget) waits as pending.
+  // ARCHITECTURE §4.6: a new task of a tenant at its job limit (or over a parking budget) waits as pending.
   if (task.status === "pending" && !(await hasRoom(c, task.tenantId))) {
     await park(c, lease, c.clock.now() + PARK_MS);
     return "parked";
@@ -159,7 +159,7 @@ export async function getJob(c: Ctx, jobId: string): Promise<JobRow | null> {
 }
 
 /**
- * The lock that pairs an early event with its job's creation (DESIGN §3.5). Both
+ * The lock that pairs an early event with its job's creation (ARCHITECTURE §3.5). Both
  * `applyJobEvent` (which may find no job and park the event as unmatched) and
  * `recordJobCreated` (which looks for parked events) take it before they read, so one of
  * them always runs after the other has committed and sees what it wrote: the event cannot be
@@ -196,7 +196,7 @@ export async function recordJobCreated(
   await countUsage(c, j.tenant_id, { jobs_created: 1 });
   const items = [];
   if (j.poll_after_ms != null) items.push(pollItem(j.tenant_id, jobId, now + j.poll_after_ms, 1));
-  // DESIGN §3.5: events that came before the job was known are applied now.
+  // ARCHITECTURE §3.5: events that came before the job was known are applied now.
   const early = await c.sql.all<{ id: string }>(
     `WITH woken AS (
        UPDATE inbox_events SET status = 'received', updated_at = $3
@@ -398,14 +398,14 @@ export async function applyJobEvent(
     "SELECT status FROM inbox_events WHERE id = $1 FOR UPDATE",
     [inboxId],
   );
-  // Applied once (DESIGN §3.2): a replayed item for an event already applied or ignored does nothing.
+  // Applied once (ARCHITECTURE §3.2): a replayed item for an event already applied or ignored does nothing.
   if (!inbox || (inbox.status !== "received" && inbox.status !== "unmatched")) return "ignored";
   const found = await c.sql.get<{ id: string; task_id: string }>(
     "SELECT id, task_id FROM jobs WHERE provider = $1 AND external_id = $2",
     [provider, ev.jobId],
   );
   if (!found) {
-    // DESIGN §3.5: kept until the job is recorded, then re-queued by recordJobCreated.
+    // ARCHITECTURE §3.5: kept until the job is recorded, then re-queued by recordJobCreated.
     await markInbox(c, inboxId, "unmatched", {
       type: ev.type,
       jobExternalId: ev.jobId,

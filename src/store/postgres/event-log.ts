@@ -22,7 +22,7 @@ export function emit(c: Ctx, tenantId: string, taskId: string, type: string, dat
  * A sequence hands out numbers at insert time, not at commit, so two concurrent writers
  * could commit seq 11 before seq 10 and a reader resuming after 11 would never see 10. The
  * per-tenant lock, held from here to COMMIT, makes one tenant's events commit in sequence
- * order, which SSE resume and outbound delivery rely on (DESIGN §4.7). Taking it last keeps
+ * order, which SSE resume and outbound delivery rely on (ARCHITECTURE §4.7). Taking it last keeps
  * the serialized part of a transaction to this insert and the commit.
  */
 export async function appendTaskEvents(c: Ctx, channel: string): Promise<AppendedEvent[]> {

@@ -36,7 +36,7 @@ export interface FannedEvent {
 /**
  * In the transaction that appends the events: one delivery and one `deliver` item per
  * (event, enabled endpoint of its tenant whose filter matches), so an event committed is an
- * event delivered (DESIGN §3.1). Events of tenants without endpoints cost one indexed read.
+ * event delivered (ARCHITECTURE §3.1). Events of tenants without endpoints cost one indexed read.
  *
  * FOR SHARE on the endpoints: an endpoint being disabled or deleted right now is waited for
  * and then skipped, so no delivery is left pending for an endpoint that no longer takes them.

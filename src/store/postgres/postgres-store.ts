@@ -51,7 +51,7 @@ export interface PostgresStoreOptions {
 const HEALTH_TIMEOUT_MS = 2000;
 
 /**
- * The store for many processes on many machines (DESIGN §4.1). Every operation runs whole in
+ * The store for many processes on many machines (ARCHITECTURE §4.1). Every operation runs whole in
  * one transaction on a pooled connection, with the same semantics as the SQLite store; where
  * SQLite relies on one writer at a time, this one locks what it decides on (see README.md).
  * Work is claimed with `FOR UPDATE SKIP LOCKED`; commits wake workers and SSE streams on

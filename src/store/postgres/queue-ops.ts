@@ -83,7 +83,7 @@ function mergeByDedupeKey(items: readonly NewWorkItem[], now: number): WorkInser
 }
 
 /**
- * Throws LEASE_LOST unless `lease` still holds its item (fencing, DESIGN §3.4). Locks the
+ * Throws LEASE_LOST unless `lease` still holds its item (fencing, ARCHITECTURE §3.4). Locks the
  * item until the end of the transaction, so lease recovery cannot hand it to another worker
  * while this one is finishing it.
  */

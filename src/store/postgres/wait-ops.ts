@@ -45,7 +45,7 @@ async function stepRow(c: Ctx, taskId: string, stepId: string): Promise<StepRow 
 }
 
 /**
- * The lock that pairs a signal with a wait for it (DESIGN §3.5): `recordSignal` (which looks
+ * The lock that pairs a signal with a wait for it (ARCHITECTURE §3.5): `recordSignal` (which looks
  * for waits) and `registerWait` of a signal wait (which looks for earlier signals) both take
  * it before they read, so the later one always sees the earlier one's row. Taken before the
  * task lock in both, so the two never wait on each other in opposite orders.
@@ -112,7 +112,7 @@ export async function registerWait(
   await enqueue(c, [...items, ...setup.timers]);
   emit(c, task.tenantId, taskId, "step.waiting", setup.event);
   if (w.kind === "wait_event") {
-    // DESIGN §3.5: a signal that came after the task was created, but before this wait, counts.
+    // ARCHITECTURE §3.5: a signal that came after the task was created, but before this wait, counts.
     const earlier = await c.sql.all<SignalDbRow>(
       "SELECT id, name, data FROM signals WHERE tenant_id = $1 AND name = $2 AND received_at >= $3 ORDER BY received_at, id",
       [task.tenantId, w.match.event, task.createdAt],
@@ -204,7 +204,7 @@ export async function completeCallback(c: Ctx, d: CallbackDelivery): Promise<Wai
     );
   if (why) {
     if (why === "expired" && found) {
-      // DESIGN §4.4: kept as a late result, visible but not applied.
+      // ARCHITECTURE §4.4: kept as a late result, visible but not applied.
       await c.sql.run("UPDATE steps SET late_output = $1 WHERE task_id = $2 AND step_id = $3", [
         json({ output: d.output, received_at: new Date(now).toISOString() }),
         d.taskId,
@@ -310,7 +310,7 @@ export async function fireReminder(
   return true;
 }
 
-/** At a wait's deadline: each kind's timeout policy (DESIGN §4.4). */
+/** At a wait's deadline: each kind's timeout policy (ARCHITECTURE §4.4). */
 export async function fireTimeout(c: Ctx, lease: Lease, taskId: string, stepId: string): Promise<boolean> {
   await assertLease(c, lease);
   await removeItem(c, lease);

@@ -39,7 +39,7 @@ export function beginAdvance(c: Ctx, lease: Lease, taskId: string): "started" | 
     complete(c, lease);
     return "ended";
   }
-  // DESIGN §4.6: a new task of a tenant at its job limit (or over a parking budget) waits as pending.
+  // ARCHITECTURE §4.6: a new task of a tenant at its job limit (or over a parking budget) waits as pending.
   if (task.status === "pending" && !hasRoom(c, task.tenantId)) {
     park(c, lease, c.clock.now() + PARK_MS);
     return "parked";
@@ -173,7 +173,7 @@ export function recordJobCreated(
     jobId,
   )?.p;
   if (pollAfter != null) enqueue(c, [pollItem(j.tenantId, jobId, now + pollAfter, 1)]);
-  // DESIGN §3.5: events that came before the job was known are applied now.
+  // ARCHITECTURE §3.5: events that came before the job was known are applied now.
   const early = c.sql.all<{ id: string }>(
     "SELECT id FROM inbox_events WHERE provider = ? AND job_external_id = ? AND status = 'unmatched' ORDER BY received_at",
     j.provider,
@@ -349,7 +349,7 @@ export function applyJobEvent(
   assertLease(c, lease);
   complete(c, lease);
   const inbox = c.sql.get<{ status: InboxStatus }>("SELECT status FROM inbox_events WHERE id = ?", inboxId);
-  // Applied once (DESIGN §3.2): a replayed item for an event already applied or ignored does nothing.
+  // Applied once (ARCHITECTURE §3.2): a replayed item for an event already applied or ignored does nothing.
   if (!inbox || (inbox.status !== "received" && inbox.status !== "unmatched")) return "ignored";
   const r = c.sql.get<JobDbRow>(
     "SELECT * FROM jobs WHERE provider = ? AND external_id = ?",
@@ -357,7 +357,7 @@ export function applyJobEvent(
     ev.jobId,
   );
   if (!r) {
-    // DESIGN §3.5: kept until the job is recorded, then re-queued by recordJobCreated.
+    // ARCHITECTURE §3.5: kept until the job is recorded, then re-queued by recordJobCreated.
     markInbox(c, inboxId, "unmatched", {
       type: ev.type,
       jobExternalId: ev.jobId,

@@ -11,7 +11,7 @@ interface Pending {
  * concurrent requests share one fsync (with `synchronous=FULL`). Each operation runs in its
  * own savepoint, so one that throws is rolled back alone and rejects alone; the others
  * commit. Promises resolve only after COMMIT returns, that is, once the data is durable
- * (DESIGN §3.1).
+ * (ARCHITECTURE §3.1).
  */
 export class GroupCommit {
   private queue: Pending[] = [];

@@ -28,7 +28,7 @@ import { complete, enqueue, fail } from "./queue-ops.ts";
 /**
  * In the transaction that appends task event `seq`: one delivery and one `deliver` item per
  * enabled endpoint of the tenant whose filter matches, so an event committed is an event
- * delivered (DESIGN §3.1). An event of a tenant without endpoints costs one indexed read.
+ * delivered (ARCHITECTURE §3.1). An event of a tenant without endpoints costs one indexed read.
  */
 export function fanOut(c: Ctx, tenantId: string, taskId: string, seq: number, type: string): void {
   const endpoints = c.sql.all<{ id: string; events: string | null }>(

@@ -32,7 +32,7 @@ export function enqueue(c: Ctx, items: readonly NewWorkItem[]): void {
   }
 }
 
-/** Throws LEASE_LOST unless `lease` still holds its item (fencing, DESIGN §3.4). */
+/** Throws LEASE_LOST unless `lease` still holds its item (fencing, ARCHITECTURE §3.4). */
 export function assertLease(c: Ctx, lease: Lease): void {
   const held = c.sql.get(
     "SELECT 1 FROM work_items WHERE id = ? AND lease_owner = ? AND status = 'leased'",
@@ -80,7 +80,7 @@ export function claim(c: Ctx, owner: string, limit: number, leaseMs: number): Wo
     const key = cand.concurrency_key;
     if (key !== null) {
       // An expired lease still blocks its key until recoverExpiredLeases hands it back, so a
-      // stalled holder is fenced off before anyone else may start (DESIGN §3.4).
+      // stalled holder is fenced off before anyone else may start (ARCHITECTURE §3.4).
       if (keys.has(key)) continue;
       const busy = c.sql.get("SELECT 1 FROM work_items WHERE concurrency_key = ? AND status = 'leased'", key);
       if (busy) continue;
@@ -100,7 +100,7 @@ export function claim(c: Ctx, owner: string, limit: number, leaseMs: number): Wo
 }
 
 /**
- * Fairness across tenants (DESIGN §4.2): due items are taken one per tenant in turn, so a
+ * Fairness across tenants (ARCHITECTURE §4.2): due items are taken one per tenant in turn, so a
  * burst of one tenant does not fill every worker slot ahead of another tenant's work.
  */
 export function roundRobin<T extends { tenant_id: string | null }>(items: T[]): T[] {

@@ -91,7 +91,7 @@ export function registerWait(c: Ctx, lease: Lease, taskId: string, w: WaitReques
   enqueue(c, setup.timers);
   emit(c, task.tenantId, taskId, "step.waiting", setup.event);
   if (w.kind === "wait_event") {
-    // DESIGN §3.5: a signal that came after the task was created, but before this wait, counts.
+    // ARCHITECTURE §3.5: a signal that came after the task was created, but before this wait, counts.
     const earlier = c.sql.all<SignalDbRow>(
       "SELECT id, name, data FROM signals WHERE tenant_id = ? AND name = ? AND received_at >= ? ORDER BY received_at, id",
       task.tenantId,
@@ -169,7 +169,7 @@ export function completeCallback(c: Ctx, d: CallbackDelivery): WaitAnswer {
     );
   if (why) {
     if (why === "expired" && found) {
-      // DESIGN §4.4: kept as a late result, visible but not applied.
+      // ARCHITECTURE §4.4: kept as a late result, visible but not applied.
       c.sql.run(
         "UPDATE steps SET late_output = ? WHERE task_id = ? AND step_id = ?",
         json({ output: d.output, received_at: new Date(now).toISOString() }),
@@ -278,7 +278,7 @@ export function fireReminder(
   return true;
 }
 
-/** At a wait's deadline: each kind's timeout policy (DESIGN §4.4). */
+/** At a wait's deadline: each kind's timeout policy (ARCHITECTURE §4.4). */
 export function fireTimeout(c: Ctx, lease: Lease, taskId: string, stepId: string): boolean {
   assertLease(c, lease);
   complete(c, lease);

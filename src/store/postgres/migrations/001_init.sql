@@ -30,7 +30,7 @@ CREATE TABLE tasks (
   created_at         bigint NOT NULL,
   updated_at         bigint NOT NULL
 );
--- DESIGN §3.7: one task per (tenant, client_request_id). Concurrent submits meet here.
+-- ARCHITECTURE §3.7: one task per (tenant, client_request_id). Concurrent submits meet here.
 CREATE UNIQUE INDEX tasks_client_request ON tasks (tenant_id, client_request_id) WHERE client_request_id IS NOT NULL;
 CREATE INDEX tasks_by_tenant ON tasks (tenant_id, id);
 CREATE INDEX tasks_by_tenant_status ON tasks (tenant_id, status, id);
@@ -71,7 +71,7 @@ CREATE TABLE jobs (
 CREATE UNIQUE INDEX jobs_by_external_id ON jobs (provider, external_id) WHERE external_id IS NOT NULL;
 CREATE INDEX jobs_by_task ON jobs (task_id);
 
--- Verified inbound deliveries. DESIGN §3.2: unique by (source, event_id).
+-- Verified inbound deliveries. ARCHITECTURE §3.2: unique by (source, event_id).
 CREATE TABLE inbox_events (
   id               text COLLATE "C" PRIMARY KEY,
   source           text COLLATE "C" NOT NULL,
@@ -112,7 +112,7 @@ CREATE INDEX work_claim ON work_items (priority DESC, run_at, id) WHERE status =
 CREATE INDEX work_due ON work_items (run_at) WHERE status = 'pending';
 -- At most one pending item per dedupe key (one pending advance per task).
 CREATE UNIQUE INDEX work_dedupe ON work_items (dedupe_key) WHERE dedupe_key IS NOT NULL AND status = 'pending';
--- Never two leased items with one concurrency key (DESIGN §3.4): the claim checks this, and
+-- Never two leased items with one concurrency key (ARCHITECTURE §3.4): the claim checks this, and
 -- this index is the guard when two claims race; the loser retries.
 CREATE UNIQUE INDEX work_leased_key ON work_items (concurrency_key) WHERE status = 'leased';
 CREATE INDEX work_leases ON work_items (lease_expires_at) WHERE status = 'leased';

@@ -1,5 +1,5 @@
--- Outbound webhooks (DESIGN §4.7): a tenant's endpoints, and one delivery per (endpoint, task
--- event), written in the transaction that appends the event so none is lost (DESIGN §3.1).
+-- Outbound webhooks (ARCHITECTURE §4.7): a tenant's endpoints, and one delivery per (endpoint, task
+-- event), written in the transaction that appends the event so none is lost (ARCHITECTURE §3.1).
 CREATE TABLE webhook_endpoints (
   id               text COLLATE "C" PRIMARY KEY,
   tenant_id        text COLLATE "C" NOT NULL REFERENCES tenants (id),

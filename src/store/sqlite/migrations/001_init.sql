@@ -26,7 +26,7 @@ CREATE TABLE tasks (
   created_at         INTEGER NOT NULL,
   updated_at         INTEGER NOT NULL
 );
--- DESIGN §3.7: one task per (tenant, client_request_id).
+-- ARCHITECTURE §3.7: one task per (tenant, client_request_id).
 CREATE UNIQUE INDEX tasks_client_request ON tasks (tenant_id, client_request_id) WHERE client_request_id IS NOT NULL;
 CREATE INDEX tasks_by_tenant ON tasks (tenant_id, id);
 CREATE INDEX tasks_by_tenant_status ON tasks (tenant_id, status, id);
@@ -67,7 +67,7 @@ CREATE TABLE jobs (
 CREATE UNIQUE INDEX jobs_by_external_id ON jobs (provider, external_id) WHERE external_id IS NOT NULL;
 CREATE INDEX jobs_by_task ON jobs (task_id);
 
--- Verified inbound deliveries. DESIGN §3.2: unique by (source, event_id).
+-- Verified inbound deliveries. ARCHITECTURE §3.2: unique by (source, event_id).
 CREATE TABLE inbox_events (
   id               TEXT PRIMARY KEY,
   source           TEXT NOT NULL,
