@@ -9,11 +9,15 @@ import type { TaskType } from "./core/task-type.ts";
 import { providerRegistry, taskTypeRegistry } from "./engine/registry.ts";
 import { Worker, type WorkerOptions } from "./engine/worker.ts";
 import type { EventStreamsOptions } from "./http/event-streams.ts";
+import { safeLoggerOptions } from "./http/log-redaction.ts";
 import { Metrics } from "./http/metrics.ts";
+import { parseListen, startMetricsServer } from "./http/metrics-server.ts";
 import { buildServer } from "./http/server.ts";
 import { buildSource, type Source, type SourceConfig } from "./ingress/sources.ts";
 import { type OutboundConfig, outboundSettings } from "./outbound/settings.ts";
 import type { Provider } from "./providers/provider.ts";
+import { SEALED_META_KEYS } from "./secrets/sealed-meta-keys.ts";
+import { secretBoxFrom } from "./secrets/secret-box.ts";
 import { openStore } from "./store/open-store.ts";
 import type { Store } from "./store/store.ts";
 import { CapabilityUrls } from "./tokens/capability-urls.ts";
@@ -69,6 +73,18 @@ export interface LonghaulOptions {
    * that tenant; without it the dashboard asks for a key.
    */
   dashboard?: { devApiKey?: string };
+  /**
+   * Keys (32 bytes, base64 or hex) that encrypt secrets at rest: outbound endpoint secrets and
+   * generated token keys. The first encrypts, all decrypt. Default `LONGHAUL_SECRET_KEY`
+   * followed by the keys of `LONGHAUL_SECRET_KEYS`; none: secrets are stored as given.
+   */
+  secretKeys?: string[];
+  /**
+   * `GET /metrics`: by default on the API address behind the admin key (off without one).
+   * `listen` ("127.0.0.1:9464") also serves it, without a key, on an address of its own;
+   * `public: true` opens it on the API address to anyone.
+   */
+  metrics?: { listen?: string; public?: boolean };
 }
 
 export interface Longhaul {
@@ -81,6 +97,8 @@ export interface Longhaul {
   urls: CapabilityUrls;
   /** Starts the worker alone (role `worker`, or a library that serves no HTTP). */
   start(): void;
+  /** The URL of `GET /metrics` on its own address (`metrics.listen`), once listening; else null. */
+  readonly metricsUrl: string | null;
   /** Starts the worker (unless role is `api`) and listens; returns the base URL. */
   listen(opts: { port: number; host?: string }): Promise<string>;
   close(): Promise<void>;
@@ -92,7 +110,9 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
   const limits = resolveLimits(opts.limits);
   const clock = opts.clock ?? systemClock;
   const ids = opts.ids ?? ulidGenerator(clock);
-  const log = opts.logger ?? pino({ level: process.env.LONGHAUL_LOG_LEVEL ?? "info" });
+  const log = opts.logger ?? pino(safeLoggerOptions(process.env.LONGHAUL_LOG_LEVEL ?? "info"));
+  const secrets = secretBoxFrom(opts.secretKeys);
+  if (opts.metrics?.listen !== undefined) parseListen(opts.metrics.listen);
   const store =
     opts.store ??
     (await openStore(
@@ -100,6 +120,9 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
       { clock, ids },
     ));
   await store.migrate();
+  // Stored secrets follow the current encryption key: plain ones are sealed, ones under an
+  // older key resealed. One this deployment cannot read stops the start, saying which key.
+  await store.resealSecrets((stored) => secrets.reseal(stored), SEALED_META_KEYS);
 
   const taskTypes = taskTypeRegistry(opts.taskTypes);
   const providers = providerRegistry(opts.providers);
@@ -122,8 +145,11 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
 
   const keyring = await keyringFromConfig(
     opts.tokens?.keys ? { keys: opts.tokens.keys } : undefined,
-    () => store.getMeta(TOKEN_KEYS_META_KEY),
-    (json) => store.putMetaIfAbsent(TOKEN_KEYS_META_KEY, json),
+    async () => {
+      const stored = await store.getMeta(TOKEN_KEYS_META_KEY);
+      return stored === null ? null : secrets.open(stored);
+    },
+    async (json) => secrets.open(await store.putMetaIfAbsent(TOKEN_KEYS_META_KEY, secrets.seal(json))),
   );
   const defaultWaitMs = (opts.tokens?.ttl_s ?? 48 * 3600) * 1000;
   const baseUrl = () => {
@@ -133,7 +159,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
   };
   const urls = new CapabilityUrls(keyring, baseUrl, defaultWaitMs);
 
-  const outbound = outboundSettings(opts.outbound);
+  const outbound = outboundSettings(opts.outbound, secrets);
   const metrics = new Metrics();
   const role = opts.role ?? "all";
   const worker =
@@ -173,7 +199,9 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     limits,
     dashboard: opts.dashboard,
     timeouts: opts.httpTimeouts,
+    metricsPublic: opts.metrics?.public === true,
   });
+  let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | null = null;
 
   return {
     store,
@@ -182,17 +210,24 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     log,
     keyring,
     urls,
+    get metricsUrl() {
+      return metricsServer?.url ?? null;
+    },
     start() {
       worker?.start();
     },
     async listen({ port, host = "127.0.0.1" }) {
       const address = await server.listen({ port, host });
+      if (opts.metrics?.listen && !metricsServer) {
+        metricsServer = await startMetricsServer(metrics, opts.metrics.listen);
+      }
       publicUrl ??= address;
       worker?.start();
       return address;
     },
     async close() {
       await server.close();
+      await metricsServer?.close();
       await worker?.stop();
       await store.close();
     },

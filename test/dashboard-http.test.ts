@@ -1,10 +1,13 @@
 import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import Fastify from "fastify";
 import { hashApiKey, newApiKey } from "../src/http/auth.ts";
 import { dashboardRoutes } from "../src/http/dashboard-routes.ts";
+import { isLoopbackAddress, isLoopbackHost } from "../src/http/loopback.ts";
 import { deliveries } from "../src/http/timeline-routes.ts";
 import type { InboxEventRow } from "../src/store/store.ts";
 import { tempDir, waitFor } from "./helpers.ts";
@@ -44,6 +47,73 @@ describe("dashboard files", () => {
     const plain = await serve_.inject({ url: "/" });
     assert.equal(plain.statusCode, 200);
     assert.doesNotMatch(plain.body, /longhaul-dev-key/);
+  });
+
+  test("the development key goes only to a loopback peer that names a loopback host", async () => {
+    const app = await serve({ distDir: dist, devApiKey: "lh_dev_key_123" });
+    await app.listen({ port: 0, host: "127.0.0.1" });
+    const port = (app.server.address() as AddressInfo).port;
+    // Over real HTTP, with the Host header as a browser (or a rebinding page) would send it.
+    const get = (host: string) =>
+      new Promise<string>((resolve, reject) => {
+        http
+          .get({ host: "127.0.0.1", port, path: "/", headers: { host } }, (res) => {
+            let body = "";
+            res.on("data", (c: Buffer) => {
+              body += c.toString("utf8");
+            });
+            res.on("end", () => resolve(body));
+          })
+          .on("error", reject);
+      });
+    try {
+      for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, "localhost", `[::1]:${port}`]) {
+        assert.match(await get(host), /content="lh_dev_key_123"/, host);
+      }
+      for (const host of [
+        "evil.example",
+        `evil.example:${port}`,
+        `127.0.0.1.evil.example:${port}`,
+        `10.0.0.5:${port}`,
+      ]) {
+        const page = await get(host);
+        assert.match(page, /<title>t<\/title>/, host);
+        assert.doesNotMatch(page, /lh_dev_key_123|longhaul-dev-key/, host);
+      }
+    } finally {
+      await app.close();
+    }
+    // A peer on another machine gets no key, whatever Host it names.
+    const remote = await serve({ distDir: dist, devApiKey: "lh_dev_key_123" });
+    const r = await remote.inject({
+      url: "/",
+      remoteAddress: "192.168.1.20",
+      headers: { host: "127.0.0.1:8787" },
+    });
+    assert.equal(r.statusCode, 200);
+    assert.doesNotMatch(r.body, /lh_dev_key_123/);
+  });
+
+  test("loopback means 127.0.0.0/8, ::1 and IPv4-mapped 127.x; loopback hosts are localhost, 127.0.0.1, [::1]", () => {
+    for (const a of ["127.0.0.1", "127.8.9.10", "::1", "::ffff:127.0.0.1", "[::1]"])
+      assert.ok(isLoopbackAddress(a), a);
+    for (const a of [
+      "10.0.0.1",
+      "::ffff:10.0.0.1",
+      "0.0.0.0",
+      "::",
+      "192.168.1.1",
+      "fe80::1",
+      "",
+      undefined,
+    ]) {
+      assert.ok(!isLoopbackAddress(a), String(a));
+    }
+    for (const h of ["localhost", "LOCALHOST:3000", "127.0.0.1:8787", "[::1]:1"])
+      assert.ok(isLoopbackHost(h), h);
+    for (const h of ["evil.example", "localhost.evil.example", "127.0.0.2", "[::1]x", "", undefined]) {
+      assert.ok(!isLoopbackHost(h), String(h));
+    }
   });
 
   test("hashed assets are served with their type and cached for a year; nothing else is", async () => {

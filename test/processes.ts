@@ -6,10 +6,13 @@ import { waitFor } from "./helpers.ts";
 
 const cli = join(import.meta.dirname, "..", "bin", "longhaul.mjs");
 
-/** Runs `longhaul <args>` as its own process, as an operator would. */
+/** The encryption key of stored secrets that every process of a test deployment shares. */
+export const TEST_SECRET_KEY = "bG9uZ2hhdWwtdGVzdC1rZXktMzItYnl0ZXMtbG9uZyE=";
+
+/** Runs `longhaul <args>` as its own process, as an operator would (with an encryption key, as `serve` wants). */
 export function startCli(args: string[], env: Record<string, string> = {}): ChildProcess {
   return spawn(process.execPath, [cli, ...args], {
-    env: { ...process.env, LONGHAUL_LOG_LEVEL: "warn", ...env },
+    env: { ...process.env, LONGHAUL_LOG_LEVEL: "warn", LONGHAUL_SECRET_KEY: TEST_SECRET_KEY, ...env },
     stdio: ["ignore", "ignore", "inherit"],
   });
 }

@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { createLonghaul, type Longhaul, type LonghaulOptions } from "../src/app.ts";
+import type { Clock } from "../src/core/clock.ts";
 import type { TaskType } from "../src/core/task-type.ts";
 import { demoTaskTypes } from "../src/demo/index.ts";
 import { hashApiKey, newApiKey } from "../src/http/auth.ts";
@@ -50,10 +51,18 @@ export async function startStack(
     dashboard?: boolean;
     httpTimeouts?: LonghaulOptions["httpTimeouts"];
     limits?: LonghaulOptions["limits"];
+    logger?: LonghaulOptions["logger"];
+    /** Shared by the store and the app. */
+    clock?: Clock;
+    secretKeys?: string[];
+    metrics?: LonghaulOptions["metrics"];
   } = {},
 ): Promise<Stack> {
   const tmp = tempDir();
-  const store = new SqliteStore({ path: opts.dbPath ?? join(tmp.dir, "longhaul.db") });
+  const store = new SqliteStore({
+    path: opts.dbPath ?? join(tmp.dir, "longhaul.db"),
+    ...(opts.clock ? { clock: opts.clock } : {}),
+  });
   await store.migrate();
   const sim = await startSimulator({
     secret: SIM_SECRET,
@@ -66,7 +75,10 @@ export async function startStack(
   const tenant = await store.createTenant({ name: "test", keyHash: hashApiKey(key) });
   const app = await createLonghaul({
     store,
-    logger: quietLog(),
+    logger: opts.logger ?? quietLog(),
+    ...(opts.clock ? { clock: opts.clock } : {}),
+    ...(opts.secretKeys ? { secretKeys: opts.secretKeys } : {}),
+    ...(opts.metrics ? { metrics: opts.metrics } : {}),
     taskTypes: [...demoTaskTypes(tmp.dir), ...(opts.taskTypes ?? [])],
     providers: [simProvider({ baseUrl: sim.url }), ...(opts.providers ?? [])],
     sources: {

@@ -704,5 +704,61 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
       assert.equal(await store.getMeta("k"), "one");
       await store.close();
     });
+
+    test("a rotated endpoint secret signs next to the previous one until it expires, per tenant", async () => {
+      const { clock, store, tenant, other } = await setup();
+      const e = await store.createWebhookEndpoint({
+        tenantId: tenant.id,
+        url: "https://example.com/h",
+        events: null,
+        secret: "s-old",
+      });
+      assert.equal(e.previousSecretExpiresAt, null);
+      assert.equal(await store.rotateWebhookEndpointSecret(other.id, e.id, "s-x", clock.now() + 1000), null);
+      const until = clock.now() + 60_000;
+      const rotated = await store.rotateWebhookEndpointSecret(tenant.id, e.id, "s-new", until);
+      assert.equal(rotated?.previousSecretExpiresAt, until);
+      await submit(store, tenant.id);
+      const page = await store.listWebhookDeliveries(tenant.id, e.id, { limit: 10 });
+      const deliveryId = page!.deliveries[0]!.id;
+      const during = await store.deliveryForAttempt(deliveryId);
+      assert.equal(during?.endpoint.secret, "s-new");
+      assert.equal(during?.endpoint.previousSecret, "s-old");
+      clock.advance(60_000);
+      const after = await store.deliveryForAttempt(deliveryId);
+      assert.equal(after?.endpoint.secret, "s-new");
+      assert.equal(after?.endpoint.previousSecret, null);
+      // No overlap: the replaced secret stops at once.
+      await store.rotateWebhookEndpointSecret(tenant.id, e.id, "s-third", null);
+      const now = await store.deliveryForAttempt(deliveryId);
+      assert.equal(now?.endpoint.secret, "s-third");
+      assert.equal(now?.endpoint.previousSecret, null);
+      assert.equal((await store.listWebhookEndpoints(tenant.id))[0]?.previousSecretExpiresAt, null);
+      await store.close();
+    });
+
+    test("resealing rewrites endpoint secrets and the named meta values, and leaves the rest", async () => {
+      const { clock, store, tenant } = await setup();
+      const e = await store.createWebhookEndpoint({
+        tenantId: tenant.id,
+        url: "https://example.com/h",
+        events: null,
+        secret: "plain-1",
+      });
+      await store.rotateWebhookEndpointSecret(tenant.id, e.id, "plain-2", clock.now() + 60_000);
+      await store.putMetaIfAbsent("secret.k", "plain-3");
+      await store.putMetaIfAbsent("other.k", "plain-4");
+      const mark = (s: string) => (s.startsWith("sealed:") ? s : `sealed:${s}`);
+      assert.equal(await store.resealSecrets(mark, ["secret.k", "missing.k"]), 3);
+      assert.equal(await store.resealSecrets(mark, ["secret.k", "missing.k"]), 0);
+      assert.equal(await store.getMeta("secret.k"), "sealed:plain-3");
+      assert.equal(await store.getMeta("other.k"), "plain-4");
+      await submit(store, tenant.id);
+      const page = await store.listWebhookDeliveries(tenant.id, e.id, { limit: 10 });
+      const input = await store.deliveryForAttempt(page!.deliveries[0]!.id);
+      assert.equal(input?.endpoint.secret, "sealed:plain-2");
+      assert.equal(input?.endpoint.previousSecret, "sealed:plain-1");
+      await store.close();
+    });
   });
 }

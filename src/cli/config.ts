@@ -34,6 +34,12 @@ export interface LonghaulConfig {
    * (`sse_streams_per_tenant`, `webhook_endpoints_per_tenant`) and `signal_retention_s`.
    */
   limits?: LimitsConfig;
+  /**
+   * `GET /metrics`: behind the admin key on the API address by default (off without one);
+   * `listen` ("127.0.0.1:9464") serves it without a key on an address of its own; `public: true`
+   * opens it on the API address.
+   */
+  metrics?: { listen?: string; public?: boolean };
   taskTypes?: TaskType[];
 }
 

@@ -6,9 +6,12 @@ import { pino } from "pino";
 import { createLonghaul } from "../app.ts";
 import { demoTaskTypes } from "../demo/index.ts";
 import { hashApiKey, newApiKey } from "../http/auth.ts";
+import { isLoopbackAddress } from "../http/loopback.ts";
 import { providersFromConfig } from "../providers/from-config.ts";
 import { simProvider } from "../providers/sim/sim-provider.ts";
 import { startSimulator } from "../providers/sim/simulator.ts";
+import { DEV_API_KEY_META_KEY, DEV_SIM_SECRET_META_KEY } from "../secrets/sealed-meta-keys.ts";
+import { secretBoxFrom } from "../secrets/secret-box.ts";
 import { openStore } from "../store/open-store.ts";
 import { engineOptions, loadConfig } from "./config.ts";
 import { onShutdown } from "./shutdown.ts";
@@ -41,17 +44,31 @@ export async function dev(argv: string[]): Promise<void> {
     process.env.LONGHAUL_DATABASE_URL ?? `sqlite:${join(dataDir, "longhaul.db")}`,
   );
   await store.migrate();
+  const secrets = secretBoxFrom(undefined);
+  if (!secrets.enabled) {
+    console.warn(
+      "longhaul dev: LONGHAUL_SECRET_KEY is not set, so generated secrets are stored in plain text (`longhaul serve` refuses this).",
+    );
+  }
+  if (!isLoopbackAddress(values.host) && values.host !== "localhost") {
+    console.error(`
+  WARNING: longhaul dev is listening on ${values.host}, reachable from other machines.
+  Anyone who reaches it can use the API with the development key printed below if they
+  learn it; the dashboard hands the key only to a browser on this machine. Use
+  --host 127.0.0.1 unless you need otherwise, and \`longhaul serve\` for anything shared.
+`);
+  }
 
-  const simSecret = await store.putMetaIfAbsent(
-    "dev.sim_secret",
-    `whsec_${randomBytes(24).toString("base64")}`,
-  );
+  // Kept sealed when an encryption key is set, like every other secret in the store.
+  const keep = async (key: string, value: string) =>
+    secrets.open(await store.putMetaIfAbsent(key, secrets.seal(value)));
+  const simSecret = await keep(DEV_SIM_SECRET_META_KEY, `whsec_${randomBytes(24).toString("base64")}`);
   const sim = await startSimulator({
     port: Number(values["sim-port"]),
     secret: simSecret,
     stateFile: join(dataDir, "sim.db"),
   });
-  const apiKey = process.env.LONGHAUL_API_KEY ?? (await store.putMetaIfAbsent("dev.api_key", newApiKey()));
+  const apiKey = process.env.LONGHAUL_API_KEY ?? (await keep(DEV_API_KEY_META_KEY, newApiKey()));
   await store.ensureTenant({ id: DEV_TENANT_ID, name: "development", keyHash: hashApiKey(apiKey) });
 
   const publicUrl =
@@ -69,9 +86,11 @@ export async function dev(argv: string[]): Promise<void> {
     pollAfterMs: 30_000,
     ...engineOptions(config),
     ...(config.tokens ? { tokens: config.tokens } : {}),
+    ...(config.metrics ? { metrics: config.metrics } : {}),
     // ARCHITECTURE §7: development allows loopback and private webhook targets (link-local stays refused).
     outbound: { allow_private_networks: true, ...config.outbound },
-    // ARCHITECTURE §7: under dev the dashboard opens signed in as the development tenant.
+    // ARCHITECTURE §7: under dev the dashboard opens signed in as the development tenant, for a
+    // browser on this machine only (see dashboard-routes.ts).
     dashboard: { devApiKey: apiKey },
   });
   const url = await app.listen({ port, host: values.host });

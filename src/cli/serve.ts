@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import { createLonghaul } from "../app.ts";
 import { LonghaulError } from "../core/errors.ts";
 import { providersFromConfig } from "../providers/from-config.ts";
+import { secretBoxFrom } from "../secrets/secret-box.ts";
 import { engineOptions, loadConfig } from "./config.ts";
 import { onShutdown } from "./shutdown.ts";
 
@@ -21,6 +22,7 @@ export async function serve(argv: string[]): Promise<void> {
     throw new LonghaulError("CONFIG_INVALID", `--role must be all, api or worker, not "${role}".`);
   }
   const config = await loadConfig(values.config);
+  requireSecretKey(config.tokens?.keys !== undefined);
   const providers = providersFromConfig(config.providers ?? {});
   const app = await createLonghaul({
     taskTypes: config.taskTypes ?? [],
@@ -31,8 +33,22 @@ export async function serve(argv: string[]): Promise<void> {
     ...(config.tokens ? { tokens: config.tokens } : {}),
     ...(config.outbound ? { outbound: config.outbound } : {}),
     ...(config.public_url ? { publicUrl: config.public_url } : {}),
+    ...(config.metrics ? { metrics: config.metrics } : {}),
   });
   const url = await app.listen({ port: Number(values.port), host: values.host });
   onShutdown(() => app.close());
-  app.log.info({ url, role }, "longhaul serve is listening");
+  app.log.info({ url, role, metrics: app.metricsUrl ?? undefined }, "longhaul serve is listening");
+}
+
+/**
+ * Generated token keys live in the store; in production they, and outbound endpoint
+ * secrets, are kept encrypted, so `serve` wants an encryption key unless token keys come
+ * from the config. CONFIG_INVALID.
+ */
+export function requireSecretKey(tokenKeysConfigured: boolean, env: NodeJS.ProcessEnv = process.env): void {
+  if (tokenKeysConfigured || secretBoxFrom(undefined, env).enabled) return;
+  throw new LonghaulError(
+    "CONFIG_INVALID",
+    "No LONGHAUL_SECRET_KEY is set, so the generated token keys would be stored in plain text. Set LONGHAUL_SECRET_KEY to 32 random bytes (`openssl rand -base64 32`), or list token keys under tokens.keys in the config.",
+  );
 }

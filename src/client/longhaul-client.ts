@@ -156,6 +156,21 @@ export class LonghaulClient {
     );
   }
 
+  /**
+   * A new signing secret for an endpoint, shown only here. The old secret keeps signing next
+   * to it for `expirePreviousInS` seconds (default a day; 0 stops it at once).
+   */
+  rotateWebhookEndpointSecret(
+    id: string,
+    opts: { expirePreviousInS?: number } = {},
+  ): Promise<WebhookEndpoint & { secret: string }> {
+    return this.call(
+      "POST",
+      `/v1/webhook-endpoints/${encodeURIComponent(id)}/rotate-secret`,
+      opts.expirePreviousInS === undefined ? {} : { expire_previous_in_s: opts.expirePreviousInS },
+    );
+  }
+
   replayWebhookDelivery(endpointId: string, deliveryId: string): Promise<WebhookDelivery> {
     return this.call(
       "POST",

@@ -98,6 +98,8 @@ export interface WebhookEndpoint {
   events: string[] | null;
   status: "enabled" | "disabled";
   disabled_reason: string | null;
+  /** Until when the secret replaced by the last rotation also signs deliveries; null: it does not. */
+  previous_secret_expires_at: string | null;
   created_at: string;
   updated_at: string;
 }

@@ -1,12 +1,14 @@
 import { readFile } from "node:fs/promises";
 import { extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { isLoopbackAddress, isLoopbackHost } from "./loopback.ts";
 
 export interface DashboardOptions {
   /**
    * Under `longhaul dev` only: the development tenant's key, written into the page so the
-   * dashboard opens signed in. Without it the dashboard asks for a key.
+   * dashboard opens signed in, for a browser on this machine only. Without it, or for any
+   * other caller, the dashboard asks for a key.
    */
   devApiKey?: string | undefined;
   /** The built app (`npm run build`). Default `web/dist` of this package. */
@@ -64,20 +66,26 @@ export function dashboardRoutes(app: FastifyInstance, opts: DashboardOptions = {
     ? `<meta name="longhaul-dev-key" content="${escapeAttr(opts.devApiKey)}">`
     : "";
 
-  const page = async (reply: FastifyReply) => {
+  // The key goes only to a peer on this machine that named it by loopback: a page reached
+  // from another machine, or under another name (a proxy, DNS rebinding), is served without it.
+  const devMetaFor = (req: FastifyRequest) =>
+    devMeta && isLoopbackAddress(req.socket.remoteAddress) && isLoopbackHost(req.headers.host) ? devMeta : "";
+
+  const page = async (req: FastifyRequest, reply: FastifyReply) => {
     let html: string;
     try {
       html = await readFile(join(dist, "index.html"), "utf8");
     } catch {
       return reply.status(503).headers(pageHeaders).send(notBuilt);
     }
+    const meta = devMetaFor(req);
     return reply
       .status(200)
       .headers(pageHeaders)
-      .send(devMeta ? html.replace("</head>", `${devMeta}</head>`) : html);
+      .send(meta ? html.replace("</head>", `${meta}</head>`) : html);
   };
 
-  app.get("/", async (_req, reply) => page(reply));
+  app.get("/", async (req, reply) => page(req, reply));
 
   app.get<{ Params: { file: string } }>("/assets/:file", async (req, reply) => {
     const name = req.params.file;

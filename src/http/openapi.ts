@@ -70,6 +70,11 @@ export const openapi = {
     },
     "/v1/webhook-endpoints/{id}": { get: op("An endpoint"), delete: op("Remove an endpoint") },
     "/v1/webhook-endpoints/{id}/deliveries": { get: op("The endpoint's delivery log") },
+    "/v1/webhook-endpoints/{id}/rotate-secret": {
+      post: op(
+        "A new signing secret, shown once; the old one also signs until expire_previous_in_s (default 86400) has passed",
+      ),
+    },
     "/v1/webhook-endpoints/{id}/deliveries/{delivery_id}/replay": {
       post: op("Queue a dead or failed delivery again"),
     },
@@ -113,7 +118,7 @@ export const openapi = {
     "/healthz": {
       get: op("Health; 503 degraded while the database is unreachable or its disk is full", noAuth),
     },
-    "/metrics": { get: op("Prometheus metrics", noAuth) },
+    "/metrics": { get: op("Prometheus metrics (admin key, unless metrics.public)") },
     "/openapi.json": { get: op("This document: the HTTP API as OpenAPI 3.1", noAuth) },
   },
 } as const;

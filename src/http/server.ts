@@ -23,7 +23,9 @@ import { installErrorHandling } from "./error-handler.ts";
 import { EventStreams, type EventStreamsOptions } from "./event-streams.ts";
 import { eventsRoutes } from "./events-routes.ts";
 import { hooksRoutes } from "./hooks-routes.ts";
+import { REDACTED, redactPaths, safeSerializers } from "./log-redaction.ts";
 import type { Metrics } from "./metrics.ts";
+import { metricsAuth } from "./metrics-auth.ts";
 import { openapi } from "./openapi.ts";
 import { installRateLimits } from "./rate-limits.ts";
 import { signalsRoutes } from "./signals-routes.ts";
@@ -49,13 +51,20 @@ export interface ServerDeps {
   metrics?: Metrics | undefined;
   /** Rate limits and per-tenant caps; default `DEFAULT_LIMITS`. */
   limits?: Limits | undefined;
+  /** `/metrics` on this server without the admin key (the `metrics.public` setting). */
+  metricsPublic?: boolean | undefined;
 }
 
 /** The HTTP API (ARCHITECTURE §7). Slow clients are cut off by header and request timeouts. */
 export function buildServer(d: ServerDeps): FastifyInstance {
   const t = { headersMs: 10_000, requestMs: 30_000, ...d.timeouts };
   const app = Fastify({
-    loggerInstance: d.log as FastifyBaseLogger,
+    // Request, response and error lines carry no capability token and no key, whatever logger
+    // the deployment was given.
+    loggerInstance: d.log.child(
+      {},
+      { serializers: safeSerializers, redact: { paths: redactPaths, censor: REDACTED } },
+    ) as FastifyBaseLogger,
     bodyLimit: 1024 * 1024,
     // Slow clients (slowloris) are cut off: all headers within headersMs, the whole request
     // within requestMs, checked often enough that the limits mean what they say.
@@ -107,9 +116,11 @@ export function buildServer(d: ServerDeps): FastifyInstance {
   app.get("/openapi.json", async () => openapi);
   if (d.metrics) {
     const registry = d.metrics.registry;
-    app.get("/metrics", async (_req, reply) =>
-      reply.type(registry.contentType).send(await registry.metrics()),
-    );
+    const auth = d.metricsPublic ? null : metricsAuth(d.adminKey);
+    app.get("/metrics", async (req, reply) => {
+      await auth?.(req);
+      return reply.type(registry.contentType).send(await registry.metrics());
+    });
   }
 
   hooksRoutes(app, d.store, d.sources, d.clock, d.metrics);
@@ -130,7 +141,7 @@ export function buildServer(d: ServerDeps): FastifyInstance {
     signalsRoutes(api, d.store);
     usageRoutes(api, d.store);
     eventsRoutes(api, d.store, streams);
-    webhookEndpointsRoutes(api, d.store, d.outbound, limits.webhook_endpoints_per_tenant);
+    webhookEndpointsRoutes(api, d.store, d.outbound, d.clock, limits.webhook_endpoints_per_tenant);
   });
   return app;
 }

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { FastifyInstance } from "fastify";
+import type { Clock } from "../core/clock.ts";
 import { LonghaulError } from "../core/errors.ts";
 import { eventFilterProblem } from "../core/event-filter.ts";
 import type { OutboundSettings } from "../outbound/settings.ts";
@@ -8,6 +9,8 @@ import type { DeliveryState, Store, WebhookDeliveryRow, WebhookEndpointRow } fro
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 const MAX_URL = 2048;
+const DEFAULT_OVERLAP_S = 24 * 3600;
+const MAX_OVERLAP_S = 30 * 24 * 3600;
 const STATES: readonly DeliveryState[] = ["pending", "delivered", "failed", "dead", "canceled"];
 
 export const endpointJson = (e: WebhookEndpointRow) => ({
@@ -16,6 +19,7 @@ export const endpointJson = (e: WebhookEndpointRow) => ({
   events: e.events,
   status: e.status,
   disabled_reason: e.disabledReason,
+  previous_secret_expires_at: iso(e.previousSecretExpiresAt),
   created_at: iso(e.createdAt),
   updated_at: iso(e.updatedAt),
 });
@@ -75,6 +79,7 @@ export function webhookEndpointsRoutes(
   app: FastifyInstance,
   store: Store,
   settings: OutboundSettings,
+  clock: Clock,
   /** `limits.webhook_endpoints_per_tenant`; 0: no cap. */
   maxPerTenant = 0,
 ): void {
@@ -98,10 +103,38 @@ export function webhookEndpointsRoutes(
       tenantId: req.tenant.id,
       url,
       events,
-      secret,
+      secret: settings.secrets.seal(secret),
       maxPerTenant,
     });
     return reply.status(201).send({ ...endpointJson(e), secret });
+  });
+
+  // A new secret, shown once; the old one keeps signing next to it for the overlap, so
+  // receivers can switch without rejecting a delivery.
+  app.post<{ Params: { id: string } }>("/v1/webhook-endpoints/:id/rotate-secret", async (req) => {
+    const b = (req.body ?? {}) as Record<string, unknown>;
+    if (typeof b !== "object" || b === null || Array.isArray(b)) {
+      throw new LonghaulError(
+        "VALIDATION_FAILED",
+        'Send a JSON object such as {"expire_previous_in_s": 3600}, or no body.',
+      );
+    }
+    const overlap = b.expire_previous_in_s ?? DEFAULT_OVERLAP_S;
+    if (typeof overlap !== "number" || !Number.isInteger(overlap) || overlap < 0 || overlap > MAX_OVERLAP_S) {
+      throw new LonghaulError(
+        "VALIDATION_FAILED",
+        `"expire_previous_in_s" must be a whole number of seconds from 0 (the old secret stops at once) to ${MAX_OVERLAP_S} (30 days).`,
+      );
+    }
+    const secret = newWebhookSecret();
+    const e = await store.rotateWebhookEndpointSecret(
+      req.tenant.id,
+      req.params.id,
+      settings.secrets.seal(secret),
+      overlap === 0 ? null : clock.now() + overlap * 1000,
+    );
+    if (!e) throw notFound(req.params.id);
+    return { ...endpointJson(e), secret };
   });
 
   app.get("/v1/webhook-endpoints", async (req) => ({

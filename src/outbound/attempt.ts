@@ -40,6 +40,17 @@ export async function attemptDelivery(
   const id = webhookId(event);
   const timestampS = Math.floor(opts.now() / 1000);
   let answer: PostResult;
+  let signature: string;
+  try {
+    // During a rotation window both secrets sign; a receiver accepts either (space-separated).
+    signature = [endpoint.secret, ...(endpoint.previousSecret === null ? [] : [endpoint.previousSecret])]
+      .map((stored) => signStandardWebhook({ id, timestampS, body, secret: settings.secrets.open(stored) }))
+      .join(" ");
+  } catch (err) {
+    // Another node sealed it under a key this one lacks: retry, so the key can be deployed meanwhile.
+    const message = err instanceof Error ? err.message : String(err);
+    return next(input, settings, opts, null, null, { code: "SECRET_UNREADABLE", message });
+  }
   try {
     const target = await vetTarget(endpoint.url, settings);
     answer = await postPinned(target, {
@@ -50,7 +61,7 @@ export async function attemptDelivery(
         "user-agent": "longhaul-webhooks/1",
         "webhook-id": id,
         "webhook-timestamp": String(timestampS),
-        "webhook-signature": signStandardWebhook({ id, timestampS, body, secret: endpoint.secret }),
+        "webhook-signature": signature,
       },
     });
   } catch (err) {

@@ -1,4 +1,5 @@
 import { LonghaulError } from "../core/errors.ts";
+import { SecretBox } from "../secrets/secret-box.ts";
 
 /**
  * The Standard Webhooks schedule, in seconds: the first attempt at once, then retries 5 s,
@@ -14,6 +15,8 @@ export interface OutboundSettings {
   allowPrivateNetworks: boolean;
   /** How long one attempt may take before it counts as failed. */
   timeoutMs: number;
+  /** Seals endpoint secrets when they are stored and opens them to sign (src/secrets/). */
+  secrets: SecretBox;
 }
 
 /** The `outbound` option of the configuration (ARCHITECTURE §7). */
@@ -26,7 +29,10 @@ export interface OutboundConfig {
 const MAX_ATTEMPTS = 50;
 
 /** Checks the `outbound` configuration and fills in the defaults. CONFIG_INVALID. */
-export function outboundSettings(config: OutboundConfig = {}): OutboundSettings {
+export function outboundSettings(
+  config: OutboundConfig = {},
+  secrets: SecretBox = new SecretBox([]),
+): OutboundSettings {
   const schedule = config.retry_schedule_s ?? STANDARD_RETRY_SCHEDULE_S;
   if (
     !Array.isArray(schedule) ||
@@ -56,5 +62,6 @@ export function outboundSettings(config: OutboundConfig = {}): OutboundSettings 
     retryScheduleMs: schedule.map((s) => Math.round(s * 1000)),
     allowPrivateNetworks: config.allow_private_networks === true,
     timeoutMs: timeout * 1000,
+    secrets,
   };
 }

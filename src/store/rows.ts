@@ -296,6 +296,8 @@ export interface EndpointDbRow {
   secret: string;
   status: WebhookEndpointRow["status"];
   disabled_reason: string | null;
+  previous_secret: string | null;
+  previous_secret_expires_at: number | null;
   created_at: number;
   updated_at: number;
 }
@@ -307,9 +309,21 @@ export const toEndpoint = (r: EndpointDbRow): WebhookEndpointRow => ({
   events: parseJson<string[] | null>(r.events),
   status: r.status,
   disabledReason: r.disabled_reason,
+  previousSecretExpiresAt: r.previous_secret === null ? null : r.previous_secret_expires_at,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
+
+/** An endpoint with its secrets as stored; the previous one only while it still signs at `now`. */
+export const toEndpointWithSecrets = (r: EndpointDbRow, now: number) => {
+  const live = r.previous_secret !== null && (r.previous_secret_expires_at ?? 0) > now;
+  return {
+    ...toEndpoint(r),
+    previousSecretExpiresAt: live ? r.previous_secret_expires_at : null,
+    secret: r.secret,
+    previousSecret: live ? r.previous_secret : null,
+  };
+};
 
 /** Parsed filters by their stored text: an event's fan-out parses no JSON for endpoints it has seen. */
 const filters = new Map<string, EventFilter>();

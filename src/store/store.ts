@@ -236,6 +236,23 @@ export interface Store {
     endpointId: string,
     deliveryId: string,
   ): Promise<WebhookDeliveryRow>;
+  /**
+   * Replaces an endpoint's signing secret with `secret` (as stored: sealed when a key is set).
+   * The replaced one keeps signing, next to the new one, until `previousExpiresAt`; null drops
+   * it at once. Null if the tenant has no such endpoint.
+   */
+  rotateWebhookEndpointSecret(
+    tenantId: string,
+    endpointId: string,
+    secret: string,
+    previousExpiresAt: number | null,
+  ): Promise<WebhookEndpointRow | null>;
+  /**
+   * Rewrites every stored secret (endpoint secrets, and the meta values under `metaKeys`) as
+   * `reseal` maps it, each only if unchanged since it was read; returns how many changed.
+   * Run at start so values follow the current encryption key (see src/secrets/).
+   */
+  resealSecrets(reseal: (stored: string) => string, metaKeys: readonly string[]): Promise<number>;
   /** What one attempt needs: the delivery, its endpoint with the secret, its task event; null if gone. */
   deliveryForAttempt(deliveryId: string): Promise<DeliveryAttemptInput | null>;
   /**
@@ -515,6 +532,8 @@ export interface WebhookEndpointRow {
   events: string[] | null;
   status: "enabled" | "disabled";
   disabledReason: string | null;
+  /** Until when the secret replaced by the last rotation still signs deliveries; null: it does not. */
+  previousSecretExpiresAt: number | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -543,7 +562,8 @@ export interface WebhookDeliveryRow {
 
 export interface DeliveryAttemptInput {
   delivery: WebhookDeliveryRow;
-  endpoint: WebhookEndpointRow & { secret: string };
+  /** The secrets as stored (sealed when a key is set); `previousSecret` only while it still signs. */
+  endpoint: WebhookEndpointRow & { secret: string; previousSecret: string | null };
   event: TaskEventRow;
 }
 

@@ -9,6 +9,7 @@ import {
   type TaskEventDbRow,
   toDelivery,
   toEndpoint,
+  toEndpointWithSecrets,
   toTaskEvent,
 } from "../rows.ts";
 import type {
@@ -192,6 +193,69 @@ export async function replayDelivery(
   return toDelivery(row);
 }
 
+/** Moves the current secret to `previous_secret` (until `previousExpiresAt`) and stores the new one. */
+export async function rotateSecret(
+  c: Ctx,
+  tenantId: string,
+  endpointId: string,
+  secret: string,
+  previousExpiresAt: number | null,
+): Promise<WebhookEndpointRow | null> {
+  const row = await c.sql.get<EndpointDbRow>(
+    `UPDATE webhook_endpoints
+        SET previous_secret = CASE WHEN $1::bigint IS NULL THEN NULL ELSE secret END,
+            previous_secret_expires_at = $1::bigint, secret = $2, updated_at = $3
+      WHERE id = $4 AND tenant_id = $5 RETURNING *`,
+    [previousExpiresAt, secret, c.clock.now(), endpointId, tenantId],
+  );
+  return row ? toEndpoint(row) : null;
+}
+
+/**
+ * Rewrites stored secrets as `reseal` maps them. Each update names the value it read, so
+ * a secret rotated meanwhile (by another node) is left alone rather than overwritten.
+ */
+export async function resealSecrets(
+  c: Ctx,
+  reseal: (stored: string) => string,
+  metaKeys: readonly string[],
+): Promise<number> {
+  let changed = 0;
+  const rows = await c.sql.all<{ id: string; secret: string; previous_secret: string | null }>(
+    "SELECT id, secret, previous_secret FROM webhook_endpoints ORDER BY id",
+  );
+  for (const r of rows) {
+    const secret = reseal(r.secret);
+    if (secret !== r.secret) {
+      changed += await c.sql.run("UPDATE webhook_endpoints SET secret = $1 WHERE id = $2 AND secret = $3", [
+        secret,
+        r.id,
+        r.secret,
+      ]);
+    }
+    const previous = r.previous_secret === null ? null : reseal(r.previous_secret);
+    if (previous !== r.previous_secret) {
+      changed += await c.sql.run(
+        "UPDATE webhook_endpoints SET previous_secret = $1 WHERE id = $2 AND previous_secret = $3",
+        [previous, r.id, r.previous_secret],
+      );
+    }
+  }
+  for (const key of metaKeys) {
+    const value = (await c.sql.get<{ value: string }>("SELECT value FROM meta WHERE key = $1", [key]))?.value;
+    if (value === undefined) continue;
+    const next = reseal(value);
+    if (next !== value) {
+      changed += await c.sql.run("UPDATE meta SET value = $1 WHERE key = $2 AND value = $3", [
+        next,
+        key,
+        value,
+      ]);
+    }
+  }
+  return changed;
+}
+
 export async function deliveryForAttempt(c: Ctx, deliveryId: string): Promise<DeliveryAttemptInput | null> {
   const d = await c.sql.get<DeliveryDbRow>("SELECT * FROM webhook_deliveries WHERE id = $1", [deliveryId]);
   if (!d) return null;
@@ -200,7 +264,7 @@ export async function deliveryForAttempt(c: Ctx, deliveryId: string): Promise<De
   if (!e || !ev) return null;
   return {
     delivery: toDelivery(d),
-    endpoint: { ...toEndpoint(e), secret: e.secret },
+    endpoint: toEndpointWithSecrets(e, c.clock.now()),
     event: toTaskEvent(ev),
   };
 }

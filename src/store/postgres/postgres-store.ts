@@ -355,6 +355,17 @@ export class PostgresStore implements Store {
   replayWebhookDelivery(tenantId: string, endpointId: string, deliveryId: string) {
     return this.tx.write((c) => outbound.replayDelivery(c, tenantId, endpointId, deliveryId));
   }
+  rotateWebhookEndpointSecret(
+    tenantId: string,
+    endpointId: string,
+    secret: string,
+    previousExpiresAt: number | null,
+  ) {
+    return this.tx.write((c) => outbound.rotateSecret(c, tenantId, endpointId, secret, previousExpiresAt));
+  }
+  resealSecrets(reseal: (stored: string) => string, metaKeys: readonly string[]) {
+    return this.tx.write((c) => outbound.resealSecrets(c, reseal, metaKeys));
+  }
   deliveryForAttempt(deliveryId: string) {
     return this.tx.snapshot((c) => outbound.deliveryForAttempt(c, deliveryId));
   }

@@ -9,6 +9,7 @@ import {
   type TaskEventDbRow,
   toDelivery,
   toEndpoint,
+  toEndpointWithSecrets,
   toTaskEvent,
 } from "../rows.ts";
 import type {
@@ -93,6 +94,73 @@ function endpointOf(c: Ctx, tenantId: string, endpointId: string): EndpointDbRow
     endpointId,
     tenantId,
   );
+}
+
+/** Moves the current secret to `previous_secret` (until `previousExpiresAt`) and stores the new one. */
+export function rotateSecret(
+  c: Ctx,
+  tenantId: string,
+  endpointId: string,
+  secret: string,
+  previousExpiresAt: number | null,
+): WebhookEndpointRow | null {
+  const row = c.sql.get<EndpointDbRow>(
+    `UPDATE webhook_endpoints
+        SET previous_secret = CASE WHEN ? IS NULL THEN NULL ELSE secret END,
+            previous_secret_expires_at = ?, secret = ?, updated_at = ?
+      WHERE id = ? AND tenant_id = ? RETURNING *`,
+    previousExpiresAt,
+    previousExpiresAt,
+    secret,
+    c.clock.now(),
+    endpointId,
+    tenantId,
+  );
+  return row ? toEndpoint(row) : null;
+}
+
+/**
+ * Rewrites stored secrets as `reseal` maps them. Each update names the value it read, so
+ * a secret rotated meanwhile is left alone rather than overwritten with an older one.
+ */
+export function resealSecrets(
+  c: Ctx,
+  reseal: (stored: string) => string,
+  metaKeys: readonly string[],
+): number {
+  let changed = 0;
+  const rows = c.sql.all<{ id: string; secret: string; previous_secret: string | null }>(
+    "SELECT id, secret, previous_secret FROM webhook_endpoints",
+  );
+  for (const r of rows) {
+    const secret = reseal(r.secret);
+    if (secret !== r.secret) {
+      changed += c.sql.run(
+        "UPDATE webhook_endpoints SET secret = ? WHERE id = ? AND secret = ?",
+        secret,
+        r.id,
+        r.secret,
+      ).changes;
+    }
+    const previous = r.previous_secret === null ? null : reseal(r.previous_secret);
+    if (previous !== r.previous_secret) {
+      changed += c.sql.run(
+        "UPDATE webhook_endpoints SET previous_secret = ? WHERE id = ? AND previous_secret = ?",
+        previous,
+        r.id,
+        r.previous_secret,
+      ).changes;
+    }
+  }
+  for (const key of metaKeys) {
+    const value = c.sql.get<{ value: string }>("SELECT value FROM meta WHERE key = ?", key)?.value;
+    if (value === undefined) continue;
+    const next = reseal(value);
+    if (next !== value) {
+      changed += c.sql.run("UPDATE meta SET value = ? WHERE key = ? AND value = ?", next, key, value).changes;
+    }
+  }
+  return changed;
 }
 
 /** Drops the pending `deliver` items of an endpoint's deliveries in `states`. */
@@ -185,7 +253,7 @@ export function deliveryForAttempt(c: Ctx, deliveryId: string): DeliveryAttemptI
   if (!e || !ev) return null;
   return {
     delivery: toDelivery(d),
-    endpoint: { ...toEndpoint(e), secret: e.secret },
+    endpoint: toEndpointWithSecrets(e, c.clock.now()),
     event: toTaskEvent(ev),
   };
 }

@@ -356,6 +356,17 @@ export class SqliteStore implements Store {
   replayWebhookDelivery(tenantId: string, endpointId: string, deliveryId: string) {
     return this.write((c) => outbound.replayDelivery(c, tenantId, endpointId, deliveryId), "work");
   }
+  rotateWebhookEndpointSecret(
+    tenantId: string,
+    endpointId: string,
+    secret: string,
+    previousExpiresAt: number | null,
+  ) {
+    return this.write((c) => outbound.rotateSecret(c, tenantId, endpointId, secret, previousExpiresAt));
+  }
+  resealSecrets(reseal: (stored: string) => string, metaKeys: readonly string[]) {
+    return this.write((c) => outbound.resealSecrets(c, reseal, metaKeys));
+  }
   async deliveryForAttempt(deliveryId: string) {
     return outbound.deliveryForAttempt(this.c, deliveryId);
   }
