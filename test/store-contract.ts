@@ -714,9 +714,9 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
         secret: "s-old",
       });
       assert.equal(e.previousSecretExpiresAt, null);
-      assert.equal(await store.rotateWebhookEndpointSecret(other.id, e.id, "s-x", clock.now() + 1000), null);
+      assert.equal(await store.rotateWebhookEndpointSecret(other.id, e.id, "s-x", 1000), null);
       const until = clock.now() + 60_000;
-      const rotated = await store.rotateWebhookEndpointSecret(tenant.id, e.id, "s-new", until);
+      const rotated = await store.rotateWebhookEndpointSecret(tenant.id, e.id, "s-new", 60_000);
       assert.equal(rotated?.previousSecretExpiresAt, until);
       await submit(store, tenant.id);
       const page = await store.listWebhookDeliveries(tenant.id, e.id, { limit: 10 });
@@ -738,14 +738,14 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
     });
 
     test("resealing rewrites endpoint secrets and the named meta values, and leaves the rest", async () => {
-      const { clock, store, tenant } = await setup();
+      const { store, tenant } = await setup();
       const e = await store.createWebhookEndpoint({
         tenantId: tenant.id,
         url: "https://example.com/h",
         events: null,
         secret: "plain-1",
       });
-      await store.rotateWebhookEndpointSecret(tenant.id, e.id, "plain-2", clock.now() + 60_000);
+      await store.rotateWebhookEndpointSecret(tenant.id, e.id, "plain-2", 60_000);
       await store.putMetaIfAbsent("secret.k", "plain-3");
       await store.putMetaIfAbsent("other.k", "plain-4");
       const mark = (s: string) => (s.startsWith("sealed:") ? s : `sealed:${s}`);

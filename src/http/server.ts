@@ -141,7 +141,7 @@ export function buildServer(d: ServerDeps): FastifyInstance {
     signalsRoutes(api, d.store);
     usageRoutes(api, d.store);
     eventsRoutes(api, d.store, streams);
-    webhookEndpointsRoutes(api, d.store, d.outbound, d.clock, limits.webhook_endpoints_per_tenant);
+    webhookEndpointsRoutes(api, d.store, d.outbound, limits.webhook_endpoints_per_tenant);
   });
   return app;
 }

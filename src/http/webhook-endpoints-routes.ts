@@ -1,6 +1,5 @@
 import { randomBytes } from "node:crypto";
 import type { FastifyInstance } from "fastify";
-import type { Clock } from "../core/clock.ts";
 import { LonghaulError } from "../core/errors.ts";
 import { eventFilterProblem } from "../core/event-filter.ts";
 import type { OutboundSettings } from "../outbound/settings.ts";
@@ -79,7 +78,6 @@ export function webhookEndpointsRoutes(
   app: FastifyInstance,
   store: Store,
   settings: OutboundSettings,
-  clock: Clock,
   /** `limits.webhook_endpoints_per_tenant`; 0: no cap. */
   maxPerTenant = 0,
 ): void {
@@ -131,7 +129,7 @@ export function webhookEndpointsRoutes(
       req.tenant.id,
       req.params.id,
       settings.secrets.seal(secret),
-      overlap === 0 ? null : clock.now() + overlap * 1000,
+      overlap === 0 ? null : overlap * 1000,
     );
     if (!e) throw notFound(req.params.id);
     return { ...endpointJson(e), secret };

@@ -238,14 +238,15 @@ export interface Store {
   ): Promise<WebhookDeliveryRow>;
   /**
    * Replaces an endpoint's signing secret with `secret` (as stored: sealed when a key is set).
-   * The replaced one keeps signing, next to the new one, until `previousExpiresAt`; null drops
-   * it at once. Null if the tenant has no such endpoint.
+   * The replaced one keeps signing, next to the new one, for `previousOverlapMs` from the
+   * rotation (which is also the endpoint's `updatedAt`); null drops it at once. Null if the
+   * tenant has no such endpoint.
    */
   rotateWebhookEndpointSecret(
     tenantId: string,
     endpointId: string,
     secret: string,
-    previousExpiresAt: number | null,
+    previousOverlapMs: number | null,
   ): Promise<WebhookEndpointRow | null>;
   /**
    * Rewrites every stored secret (endpoint secrets, and the meta values under `metaKeys`) as

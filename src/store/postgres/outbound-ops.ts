@@ -193,20 +193,23 @@ export async function replayDelivery(
   return toDelivery(row);
 }
 
-/** Moves the current secret to `previous_secret` (until `previousExpiresAt`) and stores the new one. */
+/** Moves the current secret to `previous_secret` (for `previousOverlapMs` from now) and stores the new one. */
 export async function rotateSecret(
   c: Ctx,
   tenantId: string,
   endpointId: string,
   secret: string,
-  previousExpiresAt: number | null,
+  previousOverlapMs: number | null,
 ): Promise<WebhookEndpointRow | null> {
+  // One clock reading for both, so the window is exactly the overlap asked for.
+  const now = c.clock.now();
+  const previousExpiresAt = previousOverlapMs === null ? null : now + previousOverlapMs;
   const row = await c.sql.get<EndpointDbRow>(
     `UPDATE webhook_endpoints
         SET previous_secret = CASE WHEN $1::bigint IS NULL THEN NULL ELSE secret END,
             previous_secret_expires_at = $1::bigint, secret = $2, updated_at = $3
       WHERE id = $4 AND tenant_id = $5 RETURNING *`,
-    [previousExpiresAt, secret, c.clock.now(), endpointId, tenantId],
+    [previousExpiresAt, secret, now, endpointId, tenantId],
   );
   return row ? toEndpoint(row) : null;
 }

@@ -359,9 +359,9 @@ export class PostgresStore implements Store {
     tenantId: string,
     endpointId: string,
     secret: string,
-    previousExpiresAt: number | null,
+    previousOverlapMs: number | null,
   ) {
-    return this.tx.write((c) => outbound.rotateSecret(c, tenantId, endpointId, secret, previousExpiresAt));
+    return this.tx.write((c) => outbound.rotateSecret(c, tenantId, endpointId, secret, previousOverlapMs));
   }
   resealSecrets(reseal: (stored: string) => string, metaKeys: readonly string[]) {
     return this.tx.write((c) => outbound.resealSecrets(c, reseal, metaKeys));

@@ -102,8 +102,11 @@ export function rotateSecret(
   tenantId: string,
   endpointId: string,
   secret: string,
-  previousExpiresAt: number | null,
+  previousOverlapMs: number | null,
 ): WebhookEndpointRow | null {
+  // One clock reading for both, so the window is exactly the overlap asked for.
+  const now = c.clock.now();
+  const previousExpiresAt = previousOverlapMs === null ? null : now + previousOverlapMs;
   const row = c.sql.get<EndpointDbRow>(
     `UPDATE webhook_endpoints
         SET previous_secret = CASE WHEN ? IS NULL THEN NULL ELSE secret END,
@@ -112,7 +115,7 @@ export function rotateSecret(
     previousExpiresAt,
     previousExpiresAt,
     secret,
-    c.clock.now(),
+    now,
     endpointId,
     tenantId,
   );

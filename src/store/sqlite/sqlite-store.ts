@@ -360,9 +360,9 @@ export class SqliteStore implements Store {
     tenantId: string,
     endpointId: string,
     secret: string,
-    previousExpiresAt: number | null,
+    previousOverlapMs: number | null,
   ) {
-    return this.write((c) => outbound.rotateSecret(c, tenantId, endpointId, secret, previousExpiresAt));
+    return this.write((c) => outbound.rotateSecret(c, tenantId, endpointId, secret, previousOverlapMs));
   }
   resealSecrets(reseal: (stored: string) => string, metaKeys: readonly string[]) {
     return this.write((c) => outbound.resealSecrets(c, reseal, metaKeys));
