@@ -30,6 +30,10 @@ import { deliverItem } from "../work-items.ts";
  * is still written per dialect (sqlite/fan-out.ts, postgres/fan-out.ts), with event appending.
  */
 
+/**
+ * Adds an endpoint, enabled. Locks `endpoints:<tenant>` when a per-tenant maximum applies, so
+ * two creates cannot both take the last place. No events, nothing enqueued. LIMIT_REACHED.
+ */
 export async function createEndpoint(tx: Tx, e: NewWebhookEndpoint): Promise<WebhookEndpointRow> {
   if (e.maxPerTenant) {
     // Creates of one tenant queue here, so two cannot both see the last free slot.
@@ -49,6 +53,7 @@ export async function createEndpoint(tx: Tx, e: NewWebhookEndpoint): Promise<Web
   return toEndpoint(row);
 }
 
+/** Reads only; no locks. */
 export async function listEndpoints(tx: Tx, tenantId: string): Promise<WebhookEndpointRow[]> {
   const rows = await tx.all<EndpointDbRow>(
     "SELECT * FROM webhook_endpoints WHERE tenant_id = ? ORDER BY id",
@@ -74,7 +79,10 @@ async function dropPendingItems(tx: Tx, endpointId: string): Promise<void> {
   );
 }
 
-/** Removes the endpoint, its delivery log and its queued work. False if the tenant has no such endpoint. */
+/**
+ * Removes the endpoint, its delivery log and its queued `deliver` items. False if the tenant
+ * has no such endpoint. Locks the endpoint row (FOR UPDATE). No events, nothing enqueued.
+ */
 export async function deleteEndpoint(tx: Tx, tenantId: string, endpointId: string): Promise<boolean> {
   if (!(await endpointOf(tx, tenantId, endpointId, true))) return false;
   await dropPendingItems(tx, endpointId);
@@ -83,6 +91,7 @@ export async function deleteEndpoint(tx: Tx, tenantId: string, endpointId: strin
   return true;
 }
 
+/** One page of an endpoint's deliveries, newest first; null if the tenant has no such endpoint. No locks. */
 export async function listDeliveries(
   tx: Tx,
   tenantId: string,
@@ -108,7 +117,11 @@ export async function listDeliveries(
   return { deliveries, nextCursor: more ? (deliveries.at(-1)?.id ?? null) : null };
 }
 
-/** WEBHOOK_ENDPOINT_NOT_FOUND, DELIVERY_NOT_FOUND, DELIVERY_NOT_REPLAYABLE. */
+/**
+ * Makes a delivery pending again for a new round of attempts. Locks the endpoint row, then
+ * the delivery's (FOR UPDATE); enqueues one `deliver` item (the commit wakes the workers).
+ * No events. WEBHOOK_ENDPOINT_NOT_FOUND, DELIVERY_NOT_FOUND, DELIVERY_NOT_REPLAYABLE.
+ */
 export async function replayDelivery(
   tx: Tx,
   tenantId: string,
@@ -143,7 +156,10 @@ export async function replayDelivery(
   return toDelivery(row);
 }
 
-/** Moves the current secret to `previous_secret` (for `previousOverlapMs` from now) and stores the new one. */
+/**
+ * Moves the current secret to `previous_secret` (for `previousOverlapMs` from now) and stores
+ * the new one, in one UPDATE (its row lock). No events, nothing enqueued.
+ */
 export async function rotateSecret(
   tx: Tx,
   tenantId: string,
@@ -167,6 +183,7 @@ export async function rotateSecret(
 /**
  * Rewrites stored secrets as `reseal` maps them. Each update names the value it read, so
  * a secret rotated meanwhile (by another node) is left alone rather than overwritten.
+ * Row locks of its UPDATEs only; no events, nothing enqueued.
  */
 export async function resealSecrets(
   tx: Tx,
@@ -205,6 +222,7 @@ export async function resealSecrets(
   return changed;
 }
 
+/** What a delivery attempt needs: the delivery, its endpoint with secrets, its event. Reads only. */
 export async function deliveryForAttempt(tx: Tx, deliveryId: string): Promise<DeliveryAttemptInput | null> {
   const d = await tx.get<DeliveryDbRow>("SELECT * FROM webhook_deliveries WHERE id = ?", [deliveryId]);
   if (!d) return null;
@@ -221,7 +239,9 @@ export async function deliveryForAttempt(tx: Tx, deliveryId: string): Promise<De
 /**
  * Records one attempt and settles its work item in the same transaction: rescheduled for a
  * retry, completed otherwise. A `gone` answer (410) disables the endpoint and cancels its
- * other pending deliveries. A delivery deleted meanwhile only completes the item. LEASE_LOST.
+ * other pending deliveries. A delivery deleted meanwhile only completes the item. Locks the
+ * endpoint (on `gone`) then the delivery (FOR UPDATE); a retry requeues the leased item (the
+ * commit wakes the workers); no events. LEASE_LOST.
  */
 export async function recordAttempt(
   tx: Tx,
