@@ -7,6 +7,7 @@ import type { ProviderEvent } from "../../providers/provider.ts";
 import { admitTokens } from "../budget.ts";
 import { jobEndCounts, jobEventEffect } from "../job-rules.ts";
 import { json } from "../json.ts";
+import { countUsage, lockSlots, slotsInUse, tenant, wakeParked } from "../ops/tenant-ops.ts";
 import { type InboxDbRow, type JobDbRow, type StepDbRow, toInbox, toJob, toStep } from "../rows.ts";
 import type {
   AdvanceResult,
@@ -23,7 +24,7 @@ import { advisoryLock, type Ctx } from "./db.ts";
 import { emit } from "./event-log.ts";
 import { assertLease, enqueue, park, removeItem } from "./queue-ops.ts";
 import { lockTask, setTaskStatus, taskRow } from "./task-ops.ts";
-import { countUsage, lockSlots, slotsInUse, tenant, wakeParked } from "./tenant-ops.ts";
+import { txOf } from "./tx.ts";
 import { endWait } from "./wait-ops.ts";
 
 export async function loadForAdvance(
@@ -59,11 +60,11 @@ export async function beginAdvance(
 }
 
 async function hasRoom(c: Ctx, tenantId: string): Promise<boolean> {
-  const t = await tenant(c, tenantId);
+  const t = await tenant(txOf(c), tenantId);
   if (!t) return true;
   const q = t.quotas;
   if (q.budget_policy !== "reject" && overBudget(q, t.tokensThisPeriod)) return false;
-  return q.max_concurrent_jobs == null || (await slotsInUse(c, tenantId)) < q.max_concurrent_jobs;
+  return q.max_concurrent_jobs == null || (await slotsInUse(txOf(c), tenantId)) < q.max_concurrent_jobs;
 }
 
 /**
@@ -85,19 +86,22 @@ export async function acquireJobSlot(
     [jobId],
   );
   if (!known || known.slot) return "ok";
-  let t = await tenant(c, known.tenant_id);
+  let t = await tenant(txOf(c), known.tenant_id);
   const q = t?.quotas ?? {};
   if (q.max_concurrent_jobs != null || q.token_budget != null) {
-    await lockSlots(c, known.tenant_id);
+    await lockSlots(txOf(c), known.tenant_id);
     // Read again under the lock: another admission may just have taken a slot or reserved tokens.
-    t = await tenant(c, known.tenant_id);
+    t = await tenant(txOf(c), known.tenant_id);
   }
   const tokens = t ? admitTokens(t, known.max_tokens) : { verdict: "ok" as const, reserve: 0 };
   if (tokens.verdict !== "ok") {
     if (tokens.verdict === "parked") await park(c, lease, c.clock.now() + PARK_MS);
     return tokens.verdict;
   }
-  if (q.max_concurrent_jobs != null && (await slotsInUse(c, known.tenant_id)) >= q.max_concurrent_jobs) {
+  if (
+    q.max_concurrent_jobs != null &&
+    (await slotsInUse(txOf(c), known.tenant_id)) >= q.max_concurrent_jobs
+  ) {
     await park(c, lease, c.clock.now() + PARK_MS);
     return "parked";
   }
@@ -198,7 +202,7 @@ export async function recordJobCreated(
     provider: j.provider,
     external_id: externalId,
   });
-  await countUsage(c, j.tenant_id, { jobs_created: 1 });
+  await countUsage(txOf(c), j.tenant_id, { jobs_created: 1 });
   const items = [];
   if (j.poll_after_ms != null) items.push(pollItem(j.tenant_id, jobId, now + j.poll_after_ms, 1));
   // ARCHITECTURE §3.5: events that came before the job was known are applied now.
@@ -241,8 +245,8 @@ async function endJobStep(
   );
   // The job has ended: its reconciler poll has nothing left to ask, and its slot is free.
   await c.sql.run("DELETE FROM work_items WHERE dedupe_key = $1 AND status = 'pending'", [`poll:${j.id}`]);
-  await countUsage(c, j.tenant_id, jobEndCounts(jobStatus, fields.usage));
-  await wakeParked(c, j.tenant_id);
+  await countUsage(txOf(c), j.tenant_id, jobEndCounts(jobStatus, fields.usage));
+  await wakeParked(txOf(c), j.tenant_id);
   await endWait(c, task, j.step_id, stepStatus, {
     ...(stepStatus === "succeeded" ? { output: fields.output } : {}),
     ...(fields.error ? { error: fields.error } : {}),

@@ -2,7 +2,7 @@ import { json } from "../json.ts";
 import { type TaskEventDbRow, toTaskEvent } from "../rows.ts";
 import type { TaskEventRow } from "../store.ts";
 import { advisoryLock, type Ctx } from "./db.ts";
-import { fanOut } from "./outbound-ops.ts";
+import { fanOut } from "./fan-out.ts";
 
 /** A task event once it has its sequence number. */
 export interface AppendedEvent {

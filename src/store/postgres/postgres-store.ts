@@ -8,6 +8,8 @@ import type { Quotas } from "../../core/quotas.ts";
 import type { RunOutcome } from "../../core/replay.ts";
 import type { WaitRequest } from "../../core/wait.ts";
 import type { ProviderEvent } from "../../providers/provider.ts";
+import * as outbound from "../ops/outbound-ops.ts";
+import * as tenants from "../ops/tenant-ops.ts";
 import type {
   AdvanceResult,
   ApprovalDecisionInput,
@@ -29,12 +31,11 @@ import { lastTaskEventSeq, latestSeqs, taskEvents } from "./event-log.ts";
 import * as meta from "./meta-ops.ts";
 import { migrate } from "./migrate.ts";
 import { Notifier } from "./notifier.ts";
-import * as outbound from "./outbound-ops.ts";
 import { createPool, parseTarget } from "./pool.ts";
 import * as queue from "./queue-ops.ts";
 import * as tasks from "./task-ops.ts";
-import * as tenants from "./tenant-ops.ts";
 import { Transactions } from "./transactions.ts";
+import { txOf } from "./tx.ts";
 import * as waits from "./wait-ops.ts";
 
 export interface PostgresStoreOptions {
@@ -162,34 +163,34 @@ export class PostgresStore implements Store {
   }
 
   createTenant(t: { id?: string; name: string; keyHash: string; keyHint?: string; quotas?: Quotas }) {
-    return this.tx.write((c) => tenants.createTenant(c, t));
+    return this.tx.write((c) => tenants.createTenant(txOf(c), t));
   }
   ensureTenant(t: { id: string; name: string; keyHash: string }) {
-    return this.tx.write((c) => tenants.ensureTenant(c, t));
+    return this.tx.write((c) => tenants.ensureTenant(txOf(c), t));
   }
   tenantByKeyHash(keyHash: string) {
-    return this.tx.read((c) => tenants.tenantByKeyHash(c, keyHash));
+    return this.tx.read((c) => tenants.tenantByKeyHash(txOf(c), keyHash));
   }
   getTenant(id: string) {
-    return this.tx.read((c) => tenants.tenant(c, id));
+    return this.tx.read((c) => tenants.tenant(txOf(c), id));
   }
   listTenants() {
-    return this.tx.read((c) => tenants.listTenants(c));
+    return this.tx.read((c) => tenants.listTenants(txOf(c)));
   }
   updateTenant(id: string, patch: { name?: string; quotas?: Quotas }) {
-    return this.tx.write((c) => tenants.updateTenant(c, id, patch));
+    return this.tx.write((c) => tenants.updateTenant(txOf(c), id, patch));
   }
   addApiKey(tenantId: string, keyHash: string, hint: string) {
-    return this.tx.write((c) => tenants.addApiKey(c, tenantId, keyHash, hint));
+    return this.tx.write((c) => tenants.addApiKey(txOf(c), tenantId, keyHash, hint));
   }
   revokeApiKey(tenantId: string, keyId: string) {
-    return this.tx.write((c) => tenants.revokeApiKey(c, tenantId, keyId));
+    return this.tx.write((c) => tenants.revokeApiKey(txOf(c), tenantId, keyId));
   }
   listApiKeys(tenantId: string) {
-    return this.tx.read((c) => tenants.listApiKeys(c, tenantId));
+    return this.tx.read((c) => tenants.listApiKeys(txOf(c), tenantId));
   }
   usage(tenantId: string, days: number) {
-    return this.tx.snapshot((c) => tenants.usage(c, tenantId, days));
+    return this.tx.snapshot((c) => tenants.usage(txOf(c), tenantId, days));
   }
 
   submitTask(t: NewTask) {
@@ -337,23 +338,23 @@ export class PostgresStore implements Store {
   }
 
   createWebhookEndpoint(e: NewWebhookEndpoint) {
-    return this.tx.write((c) => outbound.createEndpoint(c, e));
+    return this.tx.write((c) => outbound.createEndpoint(txOf(c), e));
   }
   listWebhookEndpoints(tenantId: string) {
-    return this.tx.read((c) => outbound.listEndpoints(c, tenantId));
+    return this.tx.read((c) => outbound.listEndpoints(txOf(c), tenantId));
   }
   deleteWebhookEndpoint(tenantId: string, endpointId: string) {
-    return this.tx.write((c) => outbound.deleteEndpoint(c, tenantId, endpointId));
+    return this.tx.write((c) => outbound.deleteEndpoint(txOf(c), tenantId, endpointId));
   }
   listWebhookDeliveries(
     tenantId: string,
     endpointId: string,
     q: { limit: number; cursor?: string | undefined; state?: DeliveryState | undefined },
   ) {
-    return this.tx.snapshot((c) => outbound.listDeliveries(c, tenantId, endpointId, q));
+    return this.tx.snapshot((c) => outbound.listDeliveries(txOf(c), tenantId, endpointId, q));
   }
   replayWebhookDelivery(tenantId: string, endpointId: string, deliveryId: string) {
-    return this.tx.write((c) => outbound.replayDelivery(c, tenantId, endpointId, deliveryId));
+    return this.tx.write((c) => outbound.replayDelivery(txOf(c), tenantId, endpointId, deliveryId));
   }
   rotateWebhookEndpointSecret(
     tenantId: string,
@@ -361,16 +362,18 @@ export class PostgresStore implements Store {
     secret: string,
     previousOverlapMs: number | null,
   ) {
-    return this.tx.write((c) => outbound.rotateSecret(c, tenantId, endpointId, secret, previousOverlapMs));
+    return this.tx.write((c) =>
+      outbound.rotateSecret(txOf(c), tenantId, endpointId, secret, previousOverlapMs),
+    );
   }
   resealSecrets(reseal: (stored: string) => string, metaKeys: readonly string[]) {
-    return this.tx.write((c) => outbound.resealSecrets(c, reseal, metaKeys));
+    return this.tx.write((c) => outbound.resealSecrets(txOf(c), reseal, metaKeys));
   }
   deliveryForAttempt(deliveryId: string) {
-    return this.tx.snapshot((c) => outbound.deliveryForAttempt(c, deliveryId));
+    return this.tx.snapshot((c) => outbound.deliveryForAttempt(txOf(c), deliveryId));
   }
   recordDeliveryAttempt(lease: Lease, deliveryId: string, result: DeliveryAttemptResult) {
-    return this.tx.write((c) => outbound.recordAttempt(c, lease, deliveryId, result));
+    return this.tx.write((c) => outbound.recordAttempt(txOf(c), lease, deliveryId, result));
   }
 
   inboxForJobs(provider: string, externalIds: string[]) {

@@ -2,6 +2,7 @@ import type { ErrorInfo } from "../../core/errors.ts";
 import { LonghaulError } from "../../core/errors.ts";
 import { isTerminalTask, type TaskStatus } from "../../core/task-state.ts";
 import { json } from "../json.ts";
+import { countUsage, tasksSubmittedToday, tenant, wakeParked } from "../ops/tenant-ops.ts";
 import { type JobDbRow, type StepDbRow, type TaskDbRow, toJob, toStep, toTask } from "../rows.ts";
 import type { NewTask, TaskDetail, TaskQuery, TaskRow } from "../store.ts";
 import { checkSubmitQuotas } from "../submit-quotas.ts";
@@ -9,7 +10,7 @@ import { advanceItem, cancelJobItem } from "../work-items.ts";
 import type { Ctx } from "./db.ts";
 import { emit } from "./event-log.ts";
 import { enqueue } from "./queue-ops.ts";
-import { countUsage, tasksSubmittedToday, tenant, wakeParked } from "./tenant-ops.ts";
+import { txOf } from "./tx.ts";
 
 export async function taskRow(c: Ctx, taskId: string): Promise<TaskRow | null> {
   const r = await c.sql.get<TaskDbRow>("SELECT * FROM tasks WHERE id = $1", [taskId]);
@@ -64,8 +65,8 @@ export async function submitTask(c: Ctx, t: NewTask): Promise<{ task: TaskRow; c
     if (existing) return existing;
   }
   const now = c.clock.now();
-  const t0 = await tenant(c, t.tenantId);
-  if (t0) checkSubmitQuotas(t0, await tasksSubmittedToday(c, t.tenantId), now);
+  const t0 = await tenant(txOf(c), t.tenantId);
+  if (t0) checkSubmitQuotas(t0, await tasksSubmittedToday(txOf(c), t.tenantId), now);
   const row = await c.sql.get<TaskDbRow>(
     `INSERT INTO tasks (id, tenant_id, type, status, input, client_request_id, user_id, trace_id, created_at, updated_at)
      VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8, $8)
@@ -77,7 +78,7 @@ export async function submitTask(c: Ctx, t: NewTask): Promise<{ task: TaskRow; c
   if (!row) return (await existingSubmit(c, t, input))!;
   // Counted after the insert, so a duplicate submit counts nothing; the counter row stays
   // locked to commit, so submits racing for the day's last task cannot both pass.
-  const counted = await countUsage(c, t.tenantId, { tasks_submitted: 1 });
+  const counted = await countUsage(txOf(c), t.tenantId, { tasks_submitted: 1 });
   if (t0) checkSubmitQuotas(t0, counted.tasks_submitted - 1, now);
   emit(c, t.tenantId, row.id, "task.created", { type: t.type });
   await enqueue(c, [advanceItem(t.tenantId, row.id)]);
@@ -171,6 +172,6 @@ export async function cancelTask(c: Ctx, tenantId: string, taskId: string): Prom
     live.map((j) => cancelJobItem(tenantId, j.id)),
   );
   await setTaskStatus(c, t, "canceled");
-  await wakeParked(c, tenantId);
+  await wakeParked(txOf(c), tenantId);
   return (await taskRow(c, taskId))!;
 }

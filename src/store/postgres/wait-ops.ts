@@ -4,6 +4,7 @@ import type { StoredStep } from "../../core/replay.ts";
 import { isTerminalTask } from "../../core/task-state.ts";
 import { type EventMatch, signalMatches, type WaitRequest } from "../../core/wait.ts";
 import { json, parseJson } from "../json.ts";
+import { wakeParked } from "../ops/tenant-ops.ts";
 import {
   type ApprovalDecisionDbRow,
   type SignalDbRow,
@@ -39,7 +40,7 @@ import { advisoryLock, type Ctx } from "./db.ts";
 import { emit } from "./event-log.ts";
 import { assertLease, enqueue, removeItem } from "./queue-ops.ts";
 import { lockTask, taskRow } from "./task-ops.ts";
-import { wakeParked } from "./tenant-ops.ts";
+import { txOf } from "./tx.ts";
 
 async function stepRow(c: Ctx, taskId: string, stepId: string): Promise<StepRow | null> {
   const r = await c.sql.get<StepDbRow>("SELECT * FROM steps WHERE task_id = $1 AND step_id = $2", [
@@ -358,7 +359,7 @@ async function timeOutJob(c: Ctx, task: TaskRow, jobId: string): Promise<void> {
     c.clock.now(),
     job.id,
   ]);
-  await wakeParked(c, task.tenantId);
+  await wakeParked(txOf(c), task.tenantId);
   await c.sql.run("DELETE FROM work_items WHERE dedupe_key = $1 AND status = 'pending'", [`poll:${job.id}`]);
   if (job.cancel_on_timeout) await enqueue(c, [cancelJobItem(task.tenantId, job.id)]);
 }

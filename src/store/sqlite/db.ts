@@ -37,8 +37,8 @@ export interface Ctx {
   ids: IdGenerator;
   /** Task events the running write appended, as (tenant, seq), announced once it commits. */
   appended?: [tenantId: string, seq: number][] | undefined;
-  /** Set when the running write queued outbound deliveries, so its commit wakes the workers. */
-  queuedDeliveries?: boolean;
+  /** Set when the running write made work due (queued deliveries, woke parked work), so its commit wakes the workers. */
+  wake?: boolean;
 }
 
 /**

@@ -21,7 +21,7 @@ import { advanceItem, applyItem, PARK_MS, pollItem } from "../work-items.ts";
 import type { Ctx } from "./db.ts";
 import { assertLease, complete, enqueue, park } from "./queue-ops.ts";
 import { emit, setTaskStatus, taskRow } from "./task-ops.ts";
-import { countUsage, slotsInUse, tenant, wakeParked } from "./tenant-ops.ts";
+import { countUsage, slotsInUse, tenant, wakeParked } from "./tenant-sync.ts";
 import { endWait } from "./wait-ops.ts";
 
 export function loadForAdvance(c: Ctx, taskId: string): { task: TaskRow; history: StoredStep[] } | null {

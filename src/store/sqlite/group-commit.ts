@@ -1,11 +1,13 @@
-import type { Database } from "better-sqlite3";
+import type { Database, Statement } from "better-sqlite3";
 import { isStorageFull, storageError } from "./db.ts";
 
 interface Pending {
-  op: (db: Database) => unknown;
+  op: () => unknown;
   resolve: (v: any) => void;
   reject: (e: unknown) => void;
 }
+
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 /**
  * Group commit: every write submitted in one tick runs in one SQLite transaction, so many
@@ -13,53 +15,77 @@ interface Pending {
  * own savepoint, so one that throws is rolled back alone and rejects alone; the others
  * commit. Promises resolve only after COMMIT returns, that is, once the data is durable
  * (ARCHITECTURE §3.1).
+ *
+ * Operations are async functions (they are shared with PostgreSQL), awaited one after
+ * another: BEGIN IMMEDIATE, then SAVEPOINT, the operation, RELEASE or ROLLBACK TO for each,
+ * then COMMIT. An operation awaits only its Tx, whose SQLite calls resolve at once, so the
+ * batch still runs without yielding to timers or I/O. Writes submitted meanwhile wait for the
+ * next batch of the same flush: there is never a second flush while one runs, and `settled`
+ * lets reads on the same connection wait until the batch has committed.
  */
 export class GroupCommit {
   private queue: Pending[] = [];
   private scheduled = false;
+  /** The running flush, until it has committed or rolled back its last batch. */
+  private flushing: Promise<void> | null = null;
   /** Transactions committed so far; lets tests see that a burst shared one. */
   commits = 0;
-  private readonly runBatch: (batch: Pending[]) => unknown[];
+  private readonly s: Record<
+    "begin" | "commit" | "rollback" | "savepoint" | "release" | "rollbackTo",
+    Statement
+  >;
 
   constructor(
-    db: Database,
+    private readonly db: Database,
     private readonly maxBatch = 512,
   ) {
-    const savepoint = (p: Pending) => db.transaction(() => p.op(db));
-    this.runBatch = db.transaction((batch: Pending[]) =>
-      batch.map((p) => {
-        try {
-          return { ok: true, value: savepoint(p)() };
-        } catch (error) {
-          // A full disk can fail a statement that spills pages, and SQLite may then have rolled
-          // back the whole transaction: the rest of the batch must not run outside of it.
-          if (isStorageFull(error) || !db.inTransaction) throw error;
-          return { ok: false, error };
-        }
-      }),
-    ) as unknown as (batch: Pending[]) => unknown[];
+    this.s = {
+      begin: db.prepare("BEGIN IMMEDIATE"),
+      commit: db.prepare("COMMIT"),
+      rollback: db.prepare("ROLLBACK"),
+      savepoint: db.prepare("SAVEPOINT op"),
+      release: db.prepare("RELEASE op"),
+      rollbackTo: db.prepare("ROLLBACK TO op"),
+    };
   }
 
-  run<T>(op: (db: Database) => T): Promise<T> {
+  run<T>(op: () => T | Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ op, resolve, reject });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => this.flush());
-      }
+      this.schedule();
     });
   }
 
-  private flush(): void {
+  private schedule(): void {
+    if (this.scheduled || this.flushing) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.flushing = this.flush().finally(() => {
+        this.flushing = null;
+        // Writes submitted after the last batch was taken, while the flush was ending.
+        if (this.queue.length > 0) this.schedule();
+      });
+    });
+  }
+
+  /** Resolves once no batch is open: what a read on this connection sees is committed. */
+  settled(): Promise<void> | undefined {
+    return this.flushing ?? undefined;
+  }
+
+  private async flush(): Promise<void> {
     this.scheduled = false;
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, this.maxBatch);
-      let results: { ok: boolean; value?: unknown; error?: unknown }[];
+      let results: Outcome[];
       try {
-        results = this.runBatch(batch) as typeof results;
+        results = await this.runBatch(batch);
+        this.s.commit.run();
         this.commits++;
       } catch (error) {
-        // The COMMIT itself failed (disk full, I/O error): nothing in the batch is durable.
+        // The batch could not run whole, or the COMMIT itself failed (disk full, I/O error):
+        // nothing in it is durable.
+        this.rollback();
         const mapped = storageError(error);
         for (const p of batch) p.reject(mapped);
         continue;
@@ -70,5 +96,35 @@ export class GroupCommit {
         else p.reject(storageError(r.error));
       });
     }
+  }
+
+  private rollback(): void {
+    try {
+      if (this.db.inTransaction) this.s.rollback.run();
+    } catch {
+      // SQLite rolls back by itself when it cannot go on; the batch is rejected either way.
+    }
+  }
+
+  /** Runs each operation in its savepoint; throws when the whole transaction is lost. */
+  private async runBatch(batch: Pending[]): Promise<Outcome[]> {
+    this.s.begin.run();
+    const results: Outcome[] = [];
+    for (const p of batch) {
+      this.s.savepoint.run();
+      try {
+        const value = await p.op();
+        this.s.release.run();
+        results.push({ ok: true, value });
+      } catch (error) {
+        // A full disk can fail a statement that spills pages, and SQLite may then have rolled
+        // back the whole transaction: the rest of the batch must not run outside of it.
+        if (isStorageFull(error) || !this.db.inTransaction) throw error;
+        this.s.rollbackTo.run();
+        this.s.release.run();
+        results.push({ ok: false, error });
+      }
+    }
+    return results;
   }
 }

@@ -10,7 +10,10 @@ import type { Quotas } from "../../core/quotas.ts";
 import type { RunOutcome } from "../../core/replay.ts";
 import type { WaitRequest } from "../../core/wait.ts";
 import type { ProviderEvent } from "../../providers/provider.ts";
+import * as outbound from "../ops/outbound-ops.ts";
+import * as tenants from "../ops/tenant-ops.ts";
 import { type InboxDbRow, toInbox } from "../rows.ts";
+import type { Tx } from "../sql/tx.ts";
 import type {
   AdvanceResult,
   ApprovalDecisionInput,
@@ -30,10 +33,9 @@ import { type Ctx, openDatabase, Sql } from "./db.ts";
 import * as engine from "./engine-ops.ts";
 import { GroupCommit } from "./group-commit.ts";
 import { migrate } from "./migrate.ts";
-import * as outbound from "./outbound-ops.ts";
 import * as queue from "./queue-ops.ts";
 import * as tasks from "./task-ops.ts";
-import * as tenants from "./tenant-ops.ts";
+import { sqliteTx } from "./tx.ts";
 import * as waits from "./wait-ops.ts";
 
 export interface SqliteStoreOptions {
@@ -51,6 +53,8 @@ export interface SqliteStoreOptions {
 export class SqliteStore implements Store {
   readonly db: Database.Database;
   private readonly c: Ctx;
+  /** The shared operations' view of the connection (`c`). */
+  private readonly t: Tx;
   private readonly writer: GroupCommit;
   private readonly signals = new EventEmitter();
   private readonly taskEventListeners = new Set<(tenantId: string, seq: number) => void>();
@@ -62,27 +66,28 @@ export class SqliteStore implements Store {
     this.db = openDatabase(opts.path);
     const clock = opts.clock ?? systemClock;
     this.c = { sql: new Sql(this.db), clock, ids: opts.ids ?? ulidGenerator(clock) };
+    this.t = sqliteTx(this.c);
     this.writer = new GroupCommit(this.db);
     this.signals.setMaxListeners(0);
   }
 
-  private write<T>(op: (c: Ctx) => T, signal?: "work" | "events"): Promise<T> {
+  private write<T>(op: (c: Ctx) => T | Promise<T>, signal?: "work" | "events"): Promise<T> {
     let appended: Ctx["appended"];
-    let queuedDeliveries = false;
+    let wake = false;
     return this.writer
-      .run(() => {
+      .run(async () => {
         // Operations run one at a time, so the shared context collects this one's events alone;
         // an operation that throws is rolled back and never reaches the lines below.
         this.c.appended = undefined;
-        this.c.queuedDeliveries = false;
-        const v = op(this.c);
+        this.c.wake = false;
+        const v = await op(this.c);
         appended = this.c.appended;
-        queuedDeliveries = this.c.queuedDeliveries;
+        wake = this.c.wake;
         return v;
       })
       .then((v) => {
         if (signal) this.signals.emit(signal);
-        if (queuedDeliveries && signal !== "work") this.signals.emit("work");
+        if (wake && signal !== "work") this.signals.emit("work");
         // Resolved only after COMMIT: the events announced here are durable.
         if (appended) this.announce(appended);
         return v;
@@ -91,6 +96,21 @@ export class SqliteStore implements Store {
         if (err instanceof LonghaulError && err.code === "STORAGE_FULL") this.storageFull = true;
         throw err;
       });
+  }
+
+  /** A shared operation as a write: in its savepoint of the group commit's transaction. */
+  private writeTx<T>(op: (tx: Tx) => Promise<T>, signal?: "work" | "events"): Promise<T> {
+    return this.write(() => op(this.t), signal);
+  }
+
+  /**
+   * A read on the connection, once no group-commit batch is open: operations of a batch are
+   * awaited one by one, and a read run in between would see writes not yet committed.
+   */
+  private async read<T>(op: (c: Ctx) => T | Promise<T>): Promise<T> {
+    const open = this.writer.settled();
+    if (open) await open;
+    return op(this.c);
   }
 
   private announce(events: NonNullable<Ctx["appended"]>): void {
@@ -151,51 +171,51 @@ export class SqliteStore implements Store {
   }
 
   createTenant(t: { id?: string; name: string; keyHash: string; keyHint?: string; quotas?: Quotas }) {
-    return this.write((c) => tenants.createTenant(c, t));
+    return this.writeTx((tx) => tenants.createTenant(tx, t));
   }
   ensureTenant(t: { id: string; name: string; keyHash: string }) {
-    return this.write((c) => tenants.ensureTenant(c, t));
+    return this.writeTx((tx) => tenants.ensureTenant(tx, t));
   }
   async tenantByKeyHash(keyHash: string) {
-    return tenants.tenantByKeyHash(this.c, keyHash);
+    return this.read(() => tenants.tenantByKeyHash(this.t, keyHash));
   }
   async getTenant(id: string) {
-    return tenants.tenant(this.c, id);
+    return this.read(() => tenants.tenant(this.t, id));
   }
   async listTenants() {
-    return tenants.listTenants(this.c);
+    return this.read(() => tenants.listTenants(this.t));
   }
   updateTenant(id: string, patch: { name?: string; quotas?: Quotas }) {
-    return this.write((c) => tenants.updateTenant(c, id, patch), "work");
+    return this.writeTx((tx) => tenants.updateTenant(tx, id, patch), "work");
   }
   addApiKey(tenantId: string, keyHash: string, hint: string) {
-    return this.write((c) => tenants.addApiKey(c, tenantId, keyHash, hint));
+    return this.writeTx((tx) => tenants.addApiKey(tx, tenantId, keyHash, hint));
   }
   revokeApiKey(tenantId: string, keyId: string) {
-    return this.write((c) => tenants.revokeApiKey(c, tenantId, keyId));
+    return this.writeTx((tx) => tenants.revokeApiKey(tx, tenantId, keyId));
   }
   async listApiKeys(tenantId: string) {
-    return tenants.listApiKeys(this.c, tenantId);
+    return this.read(() => tenants.listApiKeys(this.t, tenantId));
   }
   async usage(tenantId: string, days: number) {
-    return tenants.usage(this.c, tenantId, days);
+    return this.read(() => tenants.usage(this.t, tenantId, days));
   }
 
   submitTask(t: NewTask) {
     return this.write((c) => tasks.submitTask(c, t), "work");
   }
   async getTask(tenantId: string, taskId: string) {
-    return tasks.getTask(this.c, tenantId, taskId);
+    return this.read((c) => tasks.getTask(c, tenantId, taskId));
   }
   async listTasks(tenantId: string, q: TaskQuery) {
-    return tasks.listTasks(this.c, tenantId, q);
+    return this.read((c) => tasks.listTasks(c, tenantId, q));
   }
   cancelTask(tenantId: string, taskId: string) {
     return this.write((c) => tasks.cancelTask(c, tenantId, taskId), "work");
   }
 
   async loadForAdvance(taskId: string) {
-    return engine.loadForAdvance(this.c, taskId);
+    return this.read((c) => engine.loadForAdvance(c, taskId));
   }
   beginAdvance(lease: Lease, taskId: string) {
     return this.write((c) => engine.beginAdvance(c, lease, taskId));
@@ -210,7 +230,7 @@ export class SqliteStore implements Store {
     return this.write((c) => engine.finishAdvance(c, lease, taskId, result), "work");
   }
   async getJob(jobId: string) {
-    return engine.getJob(this.c, jobId);
+    return this.read((c) => engine.getJob(c, jobId));
   }
   recordJobCreated(lease: Lease, jobId: string, externalId: string, status: JobStatus) {
     return this.write((c) => engine.recordJobCreated(c, lease, jobId, externalId, status), "work");
@@ -222,7 +242,7 @@ export class SqliteStore implements Store {
     return this.write((c) => engine.recordEvent(c, e), "work");
   }
   async getInboxEvent(id: string) {
-    return engine.getInboxEvent(this.c, id);
+    return this.read((c) => engine.getInboxEvent(c, id));
   }
   applyJobEvent(lease: Lease, inboxId: string, provider: string, event: ProviderEvent) {
     return this.write((c) => engine.applyJobEvent(c, lease, inboxId, provider, event), "work");
@@ -248,7 +268,7 @@ export class SqliteStore implements Store {
     return this.write((c) => engine.pruneInbox(c, before));
   }
   async listInbox(q: { source?: string; status?: InboxStatus; limit: number; cursor?: string }) {
-    return engine.listInbox(this.c, q);
+    return this.read((c) => engine.listInbox(c, q));
   }
   replayInboxEvent(id: string) {
     return this.write((c) => engine.replayInboxEvent(c, id), "work");
@@ -263,7 +283,7 @@ export class SqliteStore implements Store {
     return this.write((c) => waits.markHandedOff(c, lease, taskId, stepId));
   }
   async stepForToken(tenantId: string, taskId: string, stepId: string) {
-    return waits.stepForToken(this.c, tenantId, taskId, stepId);
+    return this.read((c) => waits.stepForToken(c, tenantId, taskId, stepId));
   }
   completeCallback(d: CallbackDelivery) {
     return this.write((c) => waits.completeCallback(c, d), "work");
@@ -272,7 +292,7 @@ export class SqliteStore implements Store {
     return this.write((c) => waits.decideApproval(c, d), "work");
   }
   async approvalDecisions(taskId: string, stepId: string) {
-    return waits.approvalDecisions(this.c, taskId, stepId);
+    return this.read((c) => waits.approvalDecisions(c, taskId, stepId));
   }
   recordSignal(s: { tenantId: string; name: string; data: unknown; clientId: string | null }) {
     return this.write((c) => waits.recordSignal(c, s), "work");
@@ -303,17 +323,19 @@ export class SqliteStore implements Store {
     return this.write((c) => queue.releaseOrphanedLeases(c), "work");
   }
   async nextRunAt() {
-    return queue.nextRunAt(this.c);
+    return this.read((c) => queue.nextRunAt(c));
   }
   async deadItems(limit: number) {
-    return queue.deadItems(this.c, limit);
+    return this.read((c) => queue.deadItems(c, limit));
   }
 
   async taskEvents(tenantId: string, afterSeq: number, limit: number, taskId?: string) {
-    return tasks.taskEvents(this.c, tenantId, afterSeq, limit, taskId);
+    return this.read((c) => tasks.taskEvents(c, tenantId, afterSeq, limit, taskId));
   }
   async getMeta(key: string) {
-    return this.c.sql.get<{ value: string }>("SELECT value FROM meta WHERE key = ?", key)?.value ?? null;
+    return this.read(
+      (c) => c.sql.get<{ value: string }>("SELECT value FROM meta WHERE key = ?", key)?.value ?? null,
+    );
   }
   putMetaIfAbsent(key: string, value: string) {
     return this.write(({ sql }) => {
@@ -328,33 +350,32 @@ export class SqliteStore implements Store {
     return () => this.taskEventListeners.delete(fn);
   }
   async lastTaskEventSeq(tenantId: string) {
-    return (
-      this.c.sql.get<{ s: number | null }>(
-        "SELECT MAX(seq) AS s FROM task_events WHERE tenant_id = ?",
-        tenantId,
-      )?.s ?? 0
+    return this.read(
+      (c) =>
+        c.sql.get<{ s: number | null }>("SELECT MAX(seq) AS s FROM task_events WHERE tenant_id = ?", tenantId)
+          ?.s ?? 0,
     );
   }
 
   // ── outbound ──
   createWebhookEndpoint(e: NewWebhookEndpoint) {
-    return this.write((c) => outbound.createEndpoint(c, e));
+    return this.writeTx((tx) => outbound.createEndpoint(tx, e));
   }
   async listWebhookEndpoints(tenantId: string) {
-    return outbound.listEndpoints(this.c, tenantId);
+    return this.read(() => outbound.listEndpoints(this.t, tenantId));
   }
   deleteWebhookEndpoint(tenantId: string, endpointId: string) {
-    return this.write((c) => outbound.deleteEndpoint(c, tenantId, endpointId));
+    return this.writeTx((tx) => outbound.deleteEndpoint(tx, tenantId, endpointId));
   }
   async listWebhookDeliveries(
     tenantId: string,
     endpointId: string,
     q: { limit: number; cursor?: string | undefined; state?: DeliveryState | undefined },
   ) {
-    return outbound.listDeliveries(this.c, tenantId, endpointId, q);
+    return this.read(() => outbound.listDeliveries(this.t, tenantId, endpointId, q));
   }
   replayWebhookDelivery(tenantId: string, endpointId: string, deliveryId: string) {
-    return this.write((c) => outbound.replayDelivery(c, tenantId, endpointId, deliveryId), "work");
+    return this.writeTx((tx) => outbound.replayDelivery(tx, tenantId, endpointId, deliveryId), "work");
   }
   rotateWebhookEndpointSecret(
     tenantId: string,
@@ -362,22 +383,23 @@ export class SqliteStore implements Store {
     secret: string,
     previousOverlapMs: number | null,
   ) {
-    return this.write((c) => outbound.rotateSecret(c, tenantId, endpointId, secret, previousOverlapMs));
+    return this.writeTx((tx) => outbound.rotateSecret(tx, tenantId, endpointId, secret, previousOverlapMs));
   }
   resealSecrets(reseal: (stored: string) => string, metaKeys: readonly string[]) {
-    return this.write((c) => outbound.resealSecrets(c, reseal, metaKeys));
+    return this.writeTx((tx) => outbound.resealSecrets(tx, reseal, metaKeys));
   }
   async deliveryForAttempt(deliveryId: string) {
-    return outbound.deliveryForAttempt(this.c, deliveryId);
+    return this.read(() => outbound.deliveryForAttempt(this.t, deliveryId));
   }
   recordDeliveryAttempt(lease: Lease, deliveryId: string, result: DeliveryAttemptResult) {
-    return this.write((c) => outbound.recordAttempt(c, lease, deliveryId, result), "work");
+    return this.writeTx((tx) => outbound.recordAttempt(tx, lease, deliveryId, result), "work");
   }
 
   // ── dashboard ──
   async inboxForJobs(provider: string, externalIds: string[]) {
     if (externalIds.length === 0) return [];
     // One statement for any number of ids; the IN over json_each still probes inbox_by_job.
+    await this.writer.settled();
     return this.c.sql
       .all<InboxDbRow>(
         `SELECT * FROM inbox_events

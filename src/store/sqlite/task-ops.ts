@@ -16,9 +16,9 @@ import type { NewTask, TaskDetail, TaskEventRow, TaskQuery, TaskRow } from "../s
 import { checkSubmitQuotas } from "../submit-quotas.ts";
 import { advanceItem, cancelJobItem } from "../work-items.ts";
 import type { Ctx } from "./db.ts";
-import { fanOut } from "./outbound-ops.ts";
+import { fanOut } from "./fan-out.ts";
 import { enqueue } from "./queue-ops.ts";
-import { countUsage, tasksSubmittedToday, tenant, wakeParked } from "./tenant-ops.ts";
+import { countUsage, tasksSubmittedToday, tenant, wakeParked } from "./tenant-sync.ts";
 
 /**
  * Appends to the tenant's task event log (in the caller's transaction), with the outbound

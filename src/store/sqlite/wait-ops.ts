@@ -37,7 +37,7 @@ import { advanceItem, cancelJobItem, dispatchItem, timerKeys } from "../work-ite
 import type { Ctx } from "./db.ts";
 import { assertLease, complete, enqueue } from "./queue-ops.ts";
 import { emit, taskRow } from "./task-ops.ts";
-import { wakeParked } from "./tenant-ops.ts";
+import { wakeParked } from "./tenant-sync.ts";
 
 function stepRow(c: Ctx, taskId: string, stepId: string): StepRow | null {
   const r = c.sql.get<StepDbRow>("SELECT * FROM steps WHERE task_id = ? AND step_id = ?", taskId, stepId);

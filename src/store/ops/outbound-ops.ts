@@ -1,0 +1,300 @@
+import { LonghaulError } from "../../core/errors.ts";
+import { attemptState, checkEndpointCount, checkReplayable } from "../delivery-rules.ts";
+import { json } from "../json.ts";
+import {
+  type DeliveryDbRow,
+  type EndpointDbRow,
+  type TaskEventDbRow,
+  toDelivery,
+  toEndpoint,
+  toEndpointWithSecrets,
+  toTaskEvent,
+} from "../rows.ts";
+import type { Tx } from "../sql/tx.ts";
+import type {
+  DeliveryAttemptInput,
+  DeliveryAttemptResult,
+  DeliveryState,
+  Lease,
+  NewWebhookEndpoint,
+  WebhookDeliveryRow,
+  WebhookEndpointRow,
+} from "../store.ts";
+import { deliverItem } from "../work-items.ts";
+
+/*
+ * Outbound webhooks: endpoints, their delivery log and delivery attempts, written once for
+ * both dialects. No operation here emits task events. Row locks are PostgreSQL's
+ * (`tx.d.forUpdate`), always endpoint before delivery, the order fan-out's FOR SHARE takes
+ * them in; SQLite's single writer needs none. The fan-out of new task events to deliveries
+ * is still written per dialect (sqlite/fan-out.ts, postgres/fan-out.ts), with event appending.
+ */
+
+/**
+ * Adds an endpoint, enabled. Locks `endpoints:<tenant>` when a per-tenant maximum applies, so
+ * two creates cannot both take the last place. No events, nothing enqueued. LIMIT_REACHED.
+ */
+export async function createEndpoint(tx: Tx, e: NewWebhookEndpoint): Promise<WebhookEndpointRow> {
+  if (e.maxPerTenant) {
+    // Creates of one tenant queue here, so two cannot both see the last free slot.
+    await tx.lock(`endpoints:${e.tenantId}`);
+    const row = await tx.get<{ n: number | string }>(
+      "SELECT count(*) AS n FROM webhook_endpoints WHERE tenant_id = ?",
+      [e.tenantId],
+    );
+    checkEndpointCount(Number(row!.n), e.maxPerTenant);
+  }
+  const now = tx.clock.now();
+  const row = (await tx.get<EndpointDbRow>(
+    `INSERT INTO webhook_endpoints (id, tenant_id, url, events, secret, status, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, 'enabled', ?, ?) RETURNING *`,
+    [tx.ids.next("we"), e.tenantId, e.url, e.events === null ? null : json(e.events), e.secret, now, now],
+  ))!;
+  return toEndpoint(row);
+}
+
+/** Reads only; no locks. */
+export async function listEndpoints(tx: Tx, tenantId: string): Promise<WebhookEndpointRow[]> {
+  const rows = await tx.all<EndpointDbRow>(
+    "SELECT * FROM webhook_endpoints WHERE tenant_id = ? ORDER BY id",
+    [tenantId],
+  );
+  return rows.map(toEndpoint);
+}
+
+/** The tenant's endpoint, locked when the caller is about to change it or its deliveries. */
+function endpointOf(tx: Tx, tenantId: string, endpointId: string, lock = false) {
+  return tx.get<EndpointDbRow>(
+    `SELECT * FROM webhook_endpoints WHERE id = ? AND tenant_id = ?${lock ? tx.d.forUpdate : ""}`,
+    [endpointId, tenantId],
+  );
+}
+
+/** Drops the pending `deliver` items of an endpoint's pending deliveries. */
+async function dropPendingItems(tx: Tx, endpointId: string): Promise<void> {
+  await tx.run(
+    `DELETE FROM work_items WHERE kind = 'deliver' AND status = 'pending' AND dedupe_key IN
+       (SELECT 'deliver:' || id FROM webhook_deliveries WHERE endpoint_id = ? AND state = 'pending')`,
+    [endpointId],
+  );
+}
+
+/**
+ * Removes the endpoint, its delivery log and its queued `deliver` items. False if the tenant
+ * has no such endpoint. Locks the endpoint row (FOR UPDATE). No events, nothing enqueued.
+ */
+export async function deleteEndpoint(tx: Tx, tenantId: string, endpointId: string): Promise<boolean> {
+  if (!(await endpointOf(tx, tenantId, endpointId, true))) return false;
+  await dropPendingItems(tx, endpointId);
+  await tx.run("DELETE FROM webhook_deliveries WHERE endpoint_id = ?", [endpointId]);
+  await tx.run("DELETE FROM webhook_endpoints WHERE id = ?", [endpointId]);
+  return true;
+}
+
+/** One page of an endpoint's deliveries, newest first; null if the tenant has no such endpoint. No locks. */
+export async function listDeliveries(
+  tx: Tx,
+  tenantId: string,
+  endpointId: string,
+  q: { limit: number; cursor?: string | undefined; state?: DeliveryState | undefined },
+): Promise<{ deliveries: WebhookDeliveryRow[]; nextCursor: string | null } | null> {
+  if (!(await endpointOf(tx, tenantId, endpointId))) return null;
+  const params: unknown[] = [endpointId];
+  const where = ["endpoint_id = ?"];
+  const add = (clause: string, value: unknown) => {
+    params.push(value);
+    where.push(clause);
+  };
+  if (q.state) add("state = ?", q.state);
+  if (q.cursor) add("id < ?", q.cursor);
+  params.push(q.limit + 1);
+  const rows = await tx.all<DeliveryDbRow>(
+    `SELECT * FROM webhook_deliveries WHERE ${where.join(" AND ")} ORDER BY id DESC LIMIT ?`,
+    params,
+  );
+  const more = rows.length > q.limit;
+  const deliveries = rows.slice(0, q.limit).map(toDelivery);
+  return { deliveries, nextCursor: more ? (deliveries.at(-1)?.id ?? null) : null };
+}
+
+/**
+ * Makes a delivery pending again for a new round of attempts. Locks the endpoint row, then
+ * the delivery's (FOR UPDATE); enqueues one `deliver` item (the commit wakes the workers).
+ * No events. WEBHOOK_ENDPOINT_NOT_FOUND, DELIVERY_NOT_FOUND, DELIVERY_NOT_REPLAYABLE.
+ */
+export async function replayDelivery(
+  tx: Tx,
+  tenantId: string,
+  endpointId: string,
+  deliveryId: string,
+): Promise<WebhookDeliveryRow> {
+  const endpoint = await endpointOf(tx, tenantId, endpointId, true);
+  if (!endpoint) {
+    throw new LonghaulError(
+      "WEBHOOK_ENDPOINT_NOT_FOUND",
+      `No webhook endpoint ${endpointId} for this API key.`,
+    );
+  }
+  const d = await tx.get<DeliveryDbRow>(
+    `SELECT * FROM webhook_deliveries WHERE id = ? AND endpoint_id = ?${tx.d.forUpdate}`,
+    [deliveryId, endpointId],
+  );
+  if (!d) {
+    throw new LonghaulError(
+      "DELIVERY_NOT_FOUND",
+      `No delivery ${deliveryId} for webhook endpoint ${endpointId}.`,
+    );
+  }
+  checkReplayable(endpoint, d);
+  const now = tx.clock.now();
+  const row = (await tx.get<DeliveryDbRow>(
+    `UPDATE webhook_deliveries SET state = 'pending', round_attempts = 0, next_attempt_at = ?, updated_at = ?
+     WHERE id = ? RETURNING *`,
+    [now, now, deliveryId],
+  ))!;
+  await tx.queue.enqueue([deliverItem(tenantId, deliveryId, now)]);
+  return toDelivery(row);
+}
+
+/**
+ * Moves the current secret to `previous_secret` (for `previousOverlapMs` from now) and stores
+ * the new one, in one UPDATE (its row lock). No events, nothing enqueued.
+ */
+export async function rotateSecret(
+  tx: Tx,
+  tenantId: string,
+  endpointId: string,
+  secret: string,
+  previousOverlapMs: number | null,
+): Promise<WebhookEndpointRow | null> {
+  // One clock reading for both, so the window is exactly the overlap asked for.
+  const now = tx.clock.now();
+  const previousExpiresAt = previousOverlapMs === null ? null : now + previousOverlapMs;
+  const row = await tx.get<EndpointDbRow>(
+    `UPDATE webhook_endpoints
+        SET previous_secret = CASE WHEN CAST(? AS bigint) IS NULL THEN NULL ELSE secret END,
+            previous_secret_expires_at = CAST(? AS bigint), secret = ?, updated_at = ?
+      WHERE id = ? AND tenant_id = ? RETURNING *`,
+    [previousExpiresAt, previousExpiresAt, secret, now, endpointId, tenantId],
+  );
+  return row ? toEndpoint(row) : null;
+}
+
+/**
+ * Rewrites stored secrets as `reseal` maps them. Each update names the value it read, so
+ * a secret rotated meanwhile (by another node) is left alone rather than overwritten.
+ * Row locks of its UPDATEs only; no events, nothing enqueued.
+ */
+export async function resealSecrets(
+  tx: Tx,
+  reseal: (stored: string) => string,
+  metaKeys: readonly string[],
+): Promise<number> {
+  let changed = 0;
+  const rows = await tx.all<{ id: string; secret: string; previous_secret: string | null }>(
+    "SELECT id, secret, previous_secret FROM webhook_endpoints ORDER BY id",
+  );
+  for (const r of rows) {
+    const secret = reseal(r.secret);
+    if (secret !== r.secret) {
+      changed += await tx.run("UPDATE webhook_endpoints SET secret = ? WHERE id = ? AND secret = ?", [
+        secret,
+        r.id,
+        r.secret,
+      ]);
+    }
+    const previous = r.previous_secret === null ? null : reseal(r.previous_secret);
+    if (previous !== r.previous_secret) {
+      changed += await tx.run(
+        "UPDATE webhook_endpoints SET previous_secret = ? WHERE id = ? AND previous_secret = ?",
+        [previous, r.id, r.previous_secret],
+      );
+    }
+  }
+  for (const key of metaKeys) {
+    const value = (await tx.get<{ value: string }>("SELECT value FROM meta WHERE key = ?", [key]))?.value;
+    if (value === undefined) continue;
+    const next = reseal(value);
+    if (next !== value) {
+      changed += await tx.run("UPDATE meta SET value = ? WHERE key = ? AND value = ?", [next, key, value]);
+    }
+  }
+  return changed;
+}
+
+/** What a delivery attempt needs: the delivery, its endpoint with secrets, its event. Reads only. */
+export async function deliveryForAttempt(tx: Tx, deliveryId: string): Promise<DeliveryAttemptInput | null> {
+  const d = await tx.get<DeliveryDbRow>("SELECT * FROM webhook_deliveries WHERE id = ?", [deliveryId]);
+  if (!d) return null;
+  const e = await tx.get<EndpointDbRow>("SELECT * FROM webhook_endpoints WHERE id = ?", [d.endpoint_id]);
+  const ev = await tx.get<TaskEventDbRow>("SELECT * FROM task_events WHERE seq = ?", [d.event_seq]);
+  if (!e || !ev) return null;
+  return {
+    delivery: toDelivery(d),
+    endpoint: toEndpointWithSecrets(e, tx.clock.now()),
+    event: toTaskEvent(ev),
+  };
+}
+
+/**
+ * Records one attempt and settles its work item in the same transaction: rescheduled for a
+ * retry, completed otherwise. A `gone` answer (410) disables the endpoint and cancels its
+ * other pending deliveries. A delivery deleted meanwhile only completes the item. Locks the
+ * endpoint (on `gone`) then the delivery (FOR UPDATE); a retry requeues the leased item (the
+ * commit wakes the workers); no events. LEASE_LOST.
+ */
+export async function recordAttempt(
+  tx: Tx,
+  lease: Lease,
+  deliveryId: string,
+  r: DeliveryAttemptResult,
+): Promise<void> {
+  const deliveryRow = (lock: boolean) =>
+    tx.get<DeliveryDbRow>(`SELECT * FROM webhook_deliveries WHERE id = ?${lock ? tx.d.forUpdate : ""}`, [
+      deliveryId,
+    ]);
+  // Endpoint before delivery, the order deleteEndpoint and replayDelivery lock them in.
+  const known = r.outcome === "gone" ? await deliveryRow(false) : undefined;
+  if (known)
+    await tx.get(`SELECT 1 FROM webhook_endpoints WHERE id = ?${tx.d.forUpdate}`, [known.endpoint_id]);
+  const d = await deliveryRow(true);
+  if (!d) {
+    await tx.queue.complete(lease);
+    return;
+  }
+  const now = tx.clock.now();
+  let state = attemptState(d.state, r);
+  if (state === "pending" && r.outcome === "retry") {
+    if ((await tx.queue.fail(lease, r.error.message, r.nextAttemptAt)) === "dead") state = "dead";
+  } else {
+    await tx.queue.complete(lease);
+  }
+  await tx.run(
+    `UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1, round_attempts = round_attempts + 1,
+       last_status = ?, last_error = ?, next_attempt_at = ?, delivered_at = ?, updated_at = ? WHERE id = ?`,
+    [
+      state,
+      r.status,
+      r.outcome === "delivered" ? null : json(r.error),
+      state === "pending" && r.outcome === "retry" ? r.nextAttemptAt : null,
+      state === "delivered" ? now : null,
+      now,
+      deliveryId,
+    ],
+  );
+  if (r.outcome === "gone") await disableEndpoint(tx, d.endpoint_id, r.error.message);
+}
+
+async function disableEndpoint(tx: Tx, endpointId: string, reason: string): Promise<void> {
+  const now = tx.clock.now();
+  await tx.run(
+    "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = ?, updated_at = ? WHERE id = ?",
+    [reason, now, endpointId],
+  );
+  await dropPendingItems(tx, endpointId);
+  await tx.run(
+    `UPDATE webhook_deliveries SET state = 'canceled', next_attempt_at = NULL, updated_at = ?
+     WHERE endpoint_id = ? AND state = 'pending'`,
+    [now, endpointId],
+  );
+}

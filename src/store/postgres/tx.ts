@@ -1,0 +1,53 @@
+import type { Tx } from "../sql/tx.ts";
+import { postgresDialect } from "../sql/tx.ts";
+import { advisoryLock, type Ctx } from "./db.ts";
+import { emit } from "./event-log.ts";
+import { complete, enqueue, fail } from "./queue-ops.ts";
+
+const rewritten = new Map<string, string>();
+
+/** `text` with its `?` placeholders numbered `$1`, `$2`, …; string literals are left alone. */
+export function positional(text: string): string {
+  let out = rewritten.get(text);
+  if (out === undefined) {
+    let n = 0;
+    let quoted = false;
+    out = "";
+    for (const ch of text) {
+      if (ch === "'") quoted = !quoted;
+      out += ch === "?" && !quoted ? `$${++n}` : ch;
+    }
+    rewritten.set(text, out);
+  }
+  return out;
+}
+
+const txs = new WeakMap<Ctx, Tx>();
+
+/** The shared operations' view of a PostgreSQL operation's connection and effects. */
+export function txOf(c: Ctx): Tx {
+  let tx = txs.get(c);
+  if (!tx) {
+    tx = {
+      d: postgresDialect,
+      clock: c.clock,
+      ids: c.ids,
+      all: (text, params = []) => c.sql.all(positional(text), params),
+      get: (text, params = []) => c.sql.get(positional(text), params),
+      run: (text, params = []) => c.sql.run(positional(text), params),
+      bool: (v) => v,
+      lock: (key) => advisoryLock(c, key),
+      emit: (tenantId, taskId, type, data) => emit(c, tenantId, taskId, type, data),
+      wake: () => {
+        c.effects.work = true;
+      },
+      queue: {
+        enqueue: (items) => enqueue(c, items),
+        complete: (lease) => complete(c, lease),
+        fail: (lease, error, retryAt) => fail(c, lease, error, retryAt),
+      },
+    };
+    txs.set(c, tx);
+  }
+  return tx;
+}
