@@ -1,6 +1,6 @@
 import { type ErrorInfo, LonghaulError } from "../core/errors.ts";
-import { signStandardWebhook } from "../ingress/standard-webhooks.ts";
 import type { DeliveryAttemptInput, DeliveryAttemptResult, TaskEventRow } from "../store/store.ts";
+import { signStandardWebhook } from "../webhooks/standard-webhooks.ts";
 import { type PostResult, postPinned } from "./post-pinned.ts";
 import type { OutboundSettings } from "./settings.ts";
 import { vetTarget } from "./ssrf.ts";
