@@ -157,7 +157,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
       throw new LonghaulError("CONFIG_INVALID", "Set public_url so links point at this deployment.");
     return publicUrl;
   };
-  const urls = new CapabilityUrls(keyring, baseUrl, defaultWaitMs);
+  const urls = new CapabilityUrls(keyring, baseUrl, defaultWaitMs, clock);
 
   const outbound = outboundSettings(opts.outbound, secrets);
   const metrics = new Metrics();

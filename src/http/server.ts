@@ -135,7 +135,7 @@ export function buildServer(d: ServerDeps): FastifyInstance {
   });
 
   app.register(async (api) => {
-    api.addHook("onRequest", rateLimits.authenticated(tenantAuth(d.store)));
+    api.addHook("onRequest", rateLimits.authenticated(tenantAuth(d.store, d.clock)));
     tasksRoutes(api, d.store, d.taskTypes, d.urls, d.metrics);
     timelineRoutes(api, d.store);
     signalsRoutes(api, d.store);
