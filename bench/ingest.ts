@@ -17,8 +17,8 @@ import { signGithub } from "../src/ingress/github.ts";
 import { signGoogHmac } from "../src/ingress/goog-hmac.ts";
 import { signSlack } from "../src/ingress/slack.ts";
 import { buildSource, type SourceConfig } from "../src/ingress/sources.ts";
-import { signStandardWebhook } from "../src/ingress/standard-webhooks.ts";
 import { signStripe } from "../src/ingress/stripe.ts";
+import { signStandardWebhook } from "../src/webhooks/standard-webhooks.ts";
 import { fmt, type LoadResult, load, table } from "./load.ts";
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 2000);

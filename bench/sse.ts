@@ -36,7 +36,7 @@ async function serveLonghaul(): Promise<{
 }> {
   const { pino } = await import("pino");
   const { createLonghaul } = await import("../src/app.ts");
-  const { hashApiKey, newApiKey } = await import("../src/http/auth.ts");
+  const { hashApiKey, newApiKey } = await import("../src/core/api-keys.ts");
   const { SqliteStore } = await import("../src/store/sqlite/sqlite-store.ts");
   const dir = mkdtempSync(join(tmpdir(), "longhaul-bench-sse-"));
   process.on("exit", () => rmSync(dir, { recursive: true, force: true }));

@@ -6,8 +6,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { createLonghaul } from "../src/app.ts";
+import { hashApiKey, newApiKey } from "../src/core/api-keys.ts";
 import { defineTask } from "../src/core/task-type.ts";
-import { hashApiKey, newApiKey } from "../src/http/auth.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
 import { fmt, load, table } from "./load.ts";
 

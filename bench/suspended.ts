@@ -14,9 +14,9 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { pino } from "pino";
 import { createLonghaul, type Longhaul } from "../src/app.ts";
+import { hashApiKey, newApiKey } from "../src/core/api-keys.ts";
 import { ulidGenerator } from "../src/core/ids.ts";
 import { defineTask } from "../src/core/task-type.ts";
-import { hashApiKey, newApiKey } from "../src/http/auth.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
 import { fmt, table } from "./load.ts";
 

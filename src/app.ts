@@ -10,10 +10,10 @@ import { providerRegistry, taskTypeRegistry } from "./engine/registry.ts";
 import { Worker, type WorkerOptions } from "./engine/worker.ts";
 import type { EventStreamsOptions } from "./http/event-streams.ts";
 import { safeLoggerOptions } from "./http/log-redaction.ts";
-import { Metrics } from "./http/metrics.ts";
 import { parseListen, startMetricsServer } from "./http/metrics-server.ts";
 import { buildServer } from "./http/server.ts";
 import { buildSource, type Source, type SourceConfig } from "./ingress/sources.ts";
+import { Metrics } from "./metrics/metrics.ts";
 import { type OutboundConfig, outboundSettings } from "./outbound/settings.ts";
 import type { Provider } from "./providers/provider.ts";
 import { SEALED_META_KEYS } from "./secrets/sealed-meta-keys.ts";
@@ -157,7 +157,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
       throw new LonghaulError("CONFIG_INVALID", "Set public_url so links point at this deployment.");
     return publicUrl;
   };
-  const urls = new CapabilityUrls(keyring, baseUrl, defaultWaitMs);
+  const urls = new CapabilityUrls(keyring, baseUrl, defaultWaitMs, clock);
 
   const outbound = outboundSettings(opts.outbound, secrets);
   const metrics = new Metrics();

@@ -10,6 +10,7 @@ export {
   StepError,
 } from "./core/errors.ts";
 export type { JobStatus } from "./core/job-state.ts";
+export type { ProviderEvent } from "./core/provider-event.ts";
 export type { StepStatus } from "./core/step-state.ts";
 export type { TaskStatus } from "./core/task-state.ts";
 export {
@@ -19,7 +20,7 @@ export {
   type TaskContext,
   type TaskType,
 } from "./core/task-type.ts";
-export type { CreateJobRequest, Provider, ProviderEvent } from "./providers/provider.ts";
+export type { CreateJobRequest, Provider } from "./providers/provider.ts";
 export { ProviderError } from "./providers/provider.ts";
 export { simProvider } from "./providers/sim/sim-provider.ts";
 export { type Simulator, startSimulator } from "./providers/sim/simulator.ts";

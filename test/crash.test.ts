@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { test } from "node:test";
-import { hashApiKey, newApiKey } from "../src/http/auth.ts";
+import { hashApiKey, newApiKey } from "../src/core/api-keys.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
 import { freePort, sleep, tempDir, waitFor } from "./helpers.ts";
 import { answering, apiOf, demoConfig, exited, startCli } from "./processes.ts";

@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import Fastify from "fastify";
-import { hashApiKey, newApiKey } from "../src/http/auth.ts";
+import { hashApiKey, newApiKey } from "../src/core/api-keys.ts";
 import { dashboardRoutes } from "../src/http/dashboard-routes.ts";
 import { isLoopbackAddress, isLoopbackHost } from "../src/http/loopback.ts";
 import { deliveries } from "../src/http/timeline-routes.ts";

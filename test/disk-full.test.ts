@@ -7,11 +7,11 @@ import { after, before, describe, test } from "node:test";
 import { Client } from "pg";
 import { LonghaulError } from "../src/core/errors.ts";
 import { defineTask } from "../src/core/task-type.ts";
-import { signStandardWebhook } from "../src/ingress/standard-webhooks.ts";
 import { resourceError, unavailable } from "../src/store/postgres/pool.ts";
 import { PostgresStore } from "../src/store/postgres/postgres-store.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
 import type { NewTask } from "../src/store/store.ts";
+import { signStandardWebhook } from "../src/webhooks/standard-webhooks.ts";
 import { sleep, tempDir, waitFor } from "./helpers.ts";
 import {
   dropSchemas,

@@ -7,7 +7,7 @@ import { MAX_JSON_DEPTH, nestsDeeperThan, readJson } from "../src/core/json-inpu
 import { defineTask } from "../src/core/task-type.ts";
 import { validateGraph } from "../src/graph/graph-spec.ts";
 import { MAX_WHEN_LENGTH, parseWhen } from "../src/graph/template.ts";
-import { signStandardWebhook } from "../src/ingress/standard-webhooks.ts";
+import { signStandardWebhook } from "../src/webhooks/standard-webhooks.ts";
 import { waitFor } from "./helpers.ts";
 import { SIM_SECRET, type Stack, startStack } from "./stack.ts";
 

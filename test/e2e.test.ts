@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
-import { signStandardWebhook } from "../src/ingress/standard-webhooks.ts";
+import { signStandardWebhook } from "../src/webhooks/standard-webhooks.ts";
 import { waitFor } from "./helpers.ts";
 import { SIM_SECRET, type Stack, startStack } from "./stack.ts";
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { hashApiKey, newApiKey } from "../src/http/auth.ts";
+import { hashApiKey, newApiKey } from "../src/core/api-keys.ts";
 import { waitFor } from "./helpers.ts";
 import { type Stack, startStack } from "./stack.ts";
 

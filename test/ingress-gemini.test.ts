@@ -4,7 +4,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { type CryptoKey, exportJWK, generateKeyPair, type JWTPayload, SignJWT } from "jose";
-import { signStandardWebhook } from "../src/ingress/standard-webhooks.ts";
+import { signStandardWebhook } from "../src/webhooks/standard-webhooks.ts";
 import { type IngressStack, startIngressStack } from "./ingress-stack.ts";
 
 // Stand-ins for what Gemini's per-request webhooks carry: an RS256 token from Google's key set,

@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import { Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
 import { pino } from "pino";
-import { signStandardWebhook } from "../src/ingress/standard-webhooks.ts";
+import { signStandardWebhook } from "../src/webhooks/standard-webhooks.ts";
 import { type IngressStack, rawRequest, startIngressStack } from "./ingress-stack.ts";
 import { SIM_SECRET, type Stack, startStack } from "./stack.ts";
 

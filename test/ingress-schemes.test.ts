@@ -9,8 +9,8 @@ import { signGoogHmac } from "../src/ingress/goog-hmac.ts";
 import type { Verified, Verifier, VerifyRequest } from "../src/ingress/scheme.ts";
 import { signSlack } from "../src/ingress/slack.ts";
 import { buildSource, type SourceConfig, schemes } from "../src/ingress/sources.ts";
-import { signStandardWebhook } from "../src/ingress/standard-webhooks.ts";
 import { signStripe } from "../src/ingress/stripe.ts";
+import { signStandardWebhook } from "../src/webhooks/standard-webhooks.ts";
 
 type Vector = Record<string, string | number> & { scheme: string; body: string };
 

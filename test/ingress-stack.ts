@@ -8,9 +8,9 @@ import { signGithub } from "../src/ingress/github.ts";
 import { signGoogHmac } from "../src/ingress/goog-hmac.ts";
 import { signSlack } from "../src/ingress/slack.ts";
 import type { SourceConfig } from "../src/ingress/sources.ts";
-import { signStandardWebhook } from "../src/ingress/standard-webhooks.ts";
 import { signStripe } from "../src/ingress/stripe.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
+import { signStandardWebhook } from "../src/webhooks/standard-webhooks.ts";
 import { quietLog, tempDir } from "./helpers.ts";
 
 /** Signs `body` as the sender of one source would, at `nowS`. */

@@ -3,7 +3,7 @@ import { execFileSync } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { describe, test } from "node:test";
 import { EventSource } from "eventsource";
-import { hashApiKey, newApiKey } from "../src/http/auth.ts";
+import { hashApiKey, newApiKey } from "../src/core/api-keys.ts";
 import { PostgresStore } from "../src/store/postgres/postgres-store.ts";
 import { freePort, sleep, tempDir, waitFor } from "./helpers.ts";
 import {

@@ -1,9 +1,9 @@
 import { join } from "node:path";
 import { createLonghaul, type Longhaul, type LonghaulOptions } from "../src/app.ts";
+import { hashApiKey, newApiKey } from "../src/core/api-keys.ts";
 import type { Clock } from "../src/core/clock.ts";
 import type { TaskType } from "../src/core/task-type.ts";
 import { demoTaskTypes } from "../src/demo/index.ts";
-import { hashApiKey, newApiKey } from "../src/http/auth.ts";
 import type { Provider } from "../src/providers/provider.ts";
 import type { ChaosOptions } from "../src/providers/sim/chaos.ts";
 import { simProvider } from "../src/providers/sim/sim-provider.ts";

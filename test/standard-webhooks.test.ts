@@ -5,7 +5,8 @@ import { test } from "node:test";
 import { Webhook } from "standardwebhooks";
 import { type ErrorCode, LonghaulError } from "../src/core/errors.ts";
 import type { Verified, VerifyRequest } from "../src/ingress/scheme.ts";
-import { signStandardWebhook, standardWebhooks } from "../src/ingress/standard-webhooks.ts";
+import { standardWebhooks } from "../src/ingress/standard-webhooks.ts";
+import { signStandardWebhook } from "../src/webhooks/standard-webhooks.ts";
 
 interface Vector {
   scheme: string;

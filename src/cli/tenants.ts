@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
+import { hashApiKey, keyHint, newApiKey } from "../core/api-keys.ts";
 import { LonghaulError } from "../core/errors.ts";
 import { validateQuotas } from "../core/quotas.ts";
-import { hashApiKey, keyHint, newApiKey } from "../http/auth.ts";
 import { openStore } from "../store/open-store.ts";
 import type { Store } from "../store/store.ts";
 

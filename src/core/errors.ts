@@ -1,6 +1,8 @@
 /**
  * One error type with a stable `code`. Codes are promised to users (ARCHITECTURE §6): add new
- * ones, never rename. `httpStatus` is the one table from code to HTTP status.
+ * ones, never rename. `httpStatus` is the one table from code to HTTP status. Every code
+ * longhaul itself writes anywhere (an HTTP answer, a step, task or delivery error) is here;
+ * only codes a provider reports for its own jobs pass through without being listed.
  */
 export const errorStatus = {
   BAD_REQUEST: 400,
@@ -55,6 +57,26 @@ export const errorStatus = {
   DELIVERY_NOT_REPLAYABLE: 409,
   TOO_MANY_STREAMS: 429,
   LIMIT_REACHED: 409,
+  // Codes below are recorded on steps, tasks or outbound deliveries rather than answered to a
+  // request; the status is the one such a failure would have as an HTTP answer.
+  /** A step's error: its job was canceled at the provider without an error code of its own. */
+  JOB_CANCELED: 409,
+  /** A step's error: a callback, approval, sleep or event wait passed its deadline. */
+  STEP_TIMED_OUT: 504,
+  /** A step's or task's error: task code threw `NonRetriableError`. */
+  NON_RETRIABLE: 500,
+  /** A step's or task's error: task code threw something other than a longhaul error. */
+  TASK_CODE_ERROR: 500,
+  /** A delivery's error: its endpoint secret is sealed under a key this node lacks; retried. */
+  SECRET_UNREADABLE: 500,
+  /** A delivery's error: the endpoint could not be reached (DNS, connect, timeout); retried. */
+  CONNECTION_FAILED: 502,
+  /** A delivery's error: the endpoint answered 410, so it was disabled. */
+  ENDPOINT_GONE: 410,
+  /** A delivery's error: the endpoint answered a redirect, which is never followed; retried. */
+  REDIRECT_REFUSED: 502,
+  /** A delivery's error: the endpoint answered another non-2xx status; retried. */
+  HTTP_STATUS: 502,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof errorStatus;
@@ -100,14 +122,27 @@ export class NonRetriableError extends Error {
   override readonly name = "NonRetriableError";
 }
 
-/** Thrown by task code: retry, but not before `retryAfterMs`. */
+/**
+ * Thrown by task code: retry after a delay in milliseconds, or not before a given time. A
+ * time is kept as given and turned into a delay by the engine, on its injected clock
+ * (`delayMs`), so the wait is measured on the same clock as every other deadline.
+ */
 export class RetryAfterError extends Error {
   override readonly name = "RetryAfterError";
-  readonly retryAfterMs: number;
+  /** The delay given, in milliseconds; undefined when a time was given. */
+  readonly retryAfterMs: number | undefined;
+  /** The time given, in milliseconds since the epoch; undefined when a delay was given. */
+  readonly retryAt: number | undefined;
   constructor(message: string, retryAfter: number | Date, options?: { cause?: unknown }) {
     super(message, options);
-    this.retryAfterMs =
-      retryAfter instanceof Date ? Math.max(0, retryAfter.getTime() - Date.now()) : retryAfter;
+    if (retryAfter instanceof Date) this.retryAt = retryAfter.getTime();
+    else this.retryAfterMs = retryAfter;
+  }
+
+  /** How long to wait from `nowMs`: the delay given, or the time left until the time given. */
+  delayMs(nowMs: number): number {
+    if (this.retryAt !== undefined) return Math.max(0, this.retryAt - nowMs);
+    return this.retryAfterMs ?? 0;
   }
 }
 
@@ -122,10 +157,14 @@ export interface ErrorInfo {
 export function toErrorInfo(err: unknown): ErrorInfo {
   if (err instanceof LonghaulError || err instanceof StepError)
     return { code: err.code, message: err.message, name: err.name };
-  if (err instanceof NonRetriableError)
-    return { code: "NON_RETRIABLE", message: err.message, name: err.name };
-  if (err instanceof Error) return { code: "TASK_CODE_ERROR", message: err.message, name: err.name };
-  return { code: "TASK_CODE_ERROR", message: String(err) };
+  if (err instanceof NonRetriableError) return errorInfo("NON_RETRIABLE", err.message, err.name);
+  if (err instanceof Error) return errorInfo("TASK_CODE_ERROR", err.message, err.name);
+  return errorInfo("TASK_CODE_ERROR", String(err));
+}
+
+/** An `ErrorInfo` with one of the table's codes, so a code longhaul writes is always a listed one. */
+export function errorInfo(code: ErrorCode, message: string, name?: string): ErrorInfo {
+  return name === undefined ? { code, message } : { code, message, name };
 }
 
 /** An error that surfaces stored step/job failures back into task code on replay. */

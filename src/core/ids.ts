@@ -53,9 +53,3 @@ function increment(digits: number[]): void {
 function randomBytes(n: number): Uint8Array {
   return crypto.getRandomValues(new Uint8Array(n));
 }
-
-/** Ids 1, 2, 3… for tests. */
-export function sequentialIds(): IdGenerator {
-  let n = 0;
-  return { next: (prefix) => `${prefix}_${String(++n).padStart(6, "0")}` };
-}

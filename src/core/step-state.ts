@@ -8,7 +8,3 @@ export type StepStatus = (typeof stepStatuses)[number];
 
 export const stepKinds = ["run", "job", "callback", "approval", "sleep", "wait_event"] as const;
 export type StepKind = (typeof stepKinds)[number];
-
-export function isTerminalStep(s: StepStatus): boolean {
-  return s === "succeeded" || s === "failed" || s === "timed_out" || s === "canceled";
-}

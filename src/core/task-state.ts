@@ -22,10 +22,3 @@ export function isTerminalTask(s: TaskStatus): boolean {
 export function isTaskStatus(s: string): s is TaskStatus {
   return (taskStatuses as readonly string[]).includes(s);
 }
-
-/** Whether a task may move from `from` to `to`. Never out of a terminal state, never back to pending. */
-export function canMoveTask(from: TaskStatus, to: TaskStatus): boolean {
-  if (terminal.has(from)) return false;
-  if (to === "pending") return from === "pending";
-  return true;
-}

@@ -46,6 +46,7 @@ export async function advance(d: EngineDeps, item: WorkItem, lease: Lease): Prom
     strictOrder: type.strictOrder ?? true,
     defaultWaitMs: d.defaultWaitMs,
     defaultTimeoutMs: d.defaultTimeoutMs,
+    clock: d.clock,
     ...(d.random ? { random: d.random } : {}),
   });
   if (result.kind === "retry") {

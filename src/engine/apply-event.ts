@@ -1,5 +1,5 @@
+import type { ProviderEvent } from "../core/provider-event.ts";
 import { parseBriefEvent } from "../providers/brief-event.ts";
-import type { ProviderEvent } from "../providers/provider.ts";
 import type { Lease, WorkItem } from "../store/store.ts";
 import type { EngineDeps } from "./deps.ts";
 import { POLL_SOURCE } from "./poll.ts";

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { Clock } from "../core/clock.ts";
 import type { TaskType } from "../core/task-type.ts";
-import type { Metrics } from "../http/metrics.ts";
+import type { Metrics } from "../metrics/metrics.ts";
 import type { OutboundSettings } from "../outbound/settings.ts";
 import type { Provider } from "../providers/provider.ts";
 import type { Store } from "../store/store.ts";

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from "fastify";
+import { hashApiKey, keyHint, newApiKey } from "../core/api-keys.ts";
 import { LonghaulError } from "../core/errors.ts";
 import { validateQuotas } from "../core/quotas.ts";
 import type { Store } from "../store/store.ts";
-import { hashApiKey, keyHint, newApiKey } from "./auth.ts";
 import { tenantJson, usageJson } from "./tenant-json.ts";
 
 function body(req: { body: unknown }): Record<string, unknown> {

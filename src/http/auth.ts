@@ -1,19 +1,8 @@
-import { createHash, randomBytes } from "node:crypto";
 import type { FastifyRequest } from "fastify";
+import { hashApiKey } from "../core/api-keys.ts";
+import type { Clock } from "../core/clock.ts";
 import { LonghaulError } from "../core/errors.ts";
 import type { Store, TenantRow } from "../store/store.ts";
-
-/** A new API key: shown once, stored only as its hash. */
-export function newApiKey(): string {
-  return `lh_${randomBytes(24).toString("base64url")}`;
-}
-
-/** The last characters of a key: enough to tell keys apart in a list, useless to an attacker. */
-export const keyHint = (key: string) => `…${key.slice(-4)}`;
-
-export function hashApiKey(key: string): string {
-  return createHash("sha256").update(key).digest("hex");
-}
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -23,9 +12,10 @@ declare module "fastify" {
 
 /**
  * Resolves `Authorization: Bearer <key>` to its tenant. Lookups are cached for a few seconds
- * so the hot path costs a hash and a map read, not a query.
+ * so the hot path costs a hash and a map read, not a query; the seconds are the injected
+ * clock's, so a revoked key stops working on the same clock as everything else.
  */
-export function tenantAuth(store: Store, ttlMs = 5000) {
+export function tenantAuth(store: Store, clock: Clock, ttlMs = 5000) {
   const cache = new Map<string, { tenant: TenantRow | null; until: number }>();
   return async (req: FastifyRequest): Promise<void> => {
     const h = req.headers.authorization;
@@ -34,7 +24,7 @@ export function tenantAuth(store: Store, ttlMs = 5000) {
       throw new LonghaulError("UNAUTHORIZED", "Send your API key as `Authorization: Bearer <key>`.");
     }
     const hash = hashApiKey(key);
-    const now = Date.now();
+    const now = clock.now();
     let hit = cache.get(hash);
     if (!hit || hit.until < now) {
       if (cache.size > 10_000) cache.clear();

@@ -4,8 +4,8 @@ import type { Clock } from "../core/clock.ts";
 import { LonghaulError } from "../core/errors.ts";
 import { bodyEventId, jsonBody } from "../ingress/scheme.ts";
 import type { Source } from "../ingress/sources.ts";
+import type { Metrics } from "../metrics/metrics.ts";
 import type { Store } from "../store/store.ts";
-import type { Metrics } from "./metrics.ts";
 
 /**
  * `POST /hooks/:source`: verify the raw bytes, record the event and its work item in one

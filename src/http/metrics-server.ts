@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { LonghaulError } from "../core/errors.ts";
-import type { Metrics } from "./metrics.ts";
+import type { Metrics } from "../metrics/metrics.ts";
 
 /** `host:port` (`[::1]:9464` for IPv6) of the `metrics.listen` setting. CONFIG_INVALID. */
 export function parseListen(listen: string): { host: string; port: number } {

@@ -8,6 +8,7 @@ import { DEFAULT_LIMITS, type Limits } from "../core/limits.ts";
 import type { TaskType } from "../core/task-type.ts";
 import type { Registry } from "../engine/registry.ts";
 import type { Source } from "../ingress/sources.ts";
+import type { Metrics } from "../metrics/metrics.ts";
 import type { OutboundSettings } from "../outbound/settings.ts";
 import type { Store } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
@@ -24,7 +25,6 @@ import { EventStreams, type EventStreamsOptions } from "./event-streams.ts";
 import { eventsRoutes } from "./events-routes.ts";
 import { hooksRoutes } from "./hooks-routes.ts";
 import { REDACTED, redactPaths, safeSerializers } from "./log-redaction.ts";
-import type { Metrics } from "./metrics.ts";
 import { metricsAuth } from "./metrics-auth.ts";
 import { openapi } from "./openapi.ts";
 import { installRateLimits } from "./rate-limits.ts";
@@ -135,7 +135,7 @@ export function buildServer(d: ServerDeps): FastifyInstance {
   });
 
   app.register(async (api) => {
-    api.addHook("onRequest", rateLimits.authenticated(tenantAuth(d.store)));
+    api.addHook("onRequest", rateLimits.authenticated(tenantAuth(d.store, d.clock)));
     tasksRoutes(api, d.store, d.taskTypes, d.urls, d.metrics);
     timelineRoutes(api, d.store);
     signalsRoutes(api, d.store);

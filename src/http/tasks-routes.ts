@@ -3,9 +3,9 @@ import { LonghaulError } from "../core/errors.ts";
 import { isTaskStatus } from "../core/task-state.ts";
 import type { TaskType } from "../core/task-type.ts";
 import type { Registry } from "../engine/registry.ts";
+import type { Metrics } from "../metrics/metrics.ts";
 import type { ApprovalDecisionRow, Store } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
-import type { Metrics } from "./metrics.ts";
 import { taskDetail, taskSummary } from "./serialize.ts";
 import { submitRateLimit } from "./submit-rate.ts";
 

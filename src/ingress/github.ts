@@ -1,9 +1,9 @@
 import { createHmac, type KeyObject } from "node:crypto";
 import { LonghaulError } from "../core/errors.ts";
+import { bytesOf } from "../webhooks/signed-message.ts";
 import {
   anyEqual,
   bodyEventId,
-  bytesOf,
   header,
   requireHeaders,
   type Scheme,

@@ -1,5 +1,6 @@
 import { createHmac, type KeyObject } from "node:crypto";
-import { bodyField, bytesOf, requireHeaders, timestampText } from "./scheme.ts";
+import { bytesOf, timestampText } from "../webhooks/signed-message.ts";
+import { bodyField, requireHeaders } from "./scheme.ts";
 import { timestampedHmacScheme } from "./timestamped-hmac.ts";
 
 /**

@@ -1,22 +1,19 @@
-import {
-  createHmac,
-  createPrivateKey,
-  createPublicKey,
-  createSecretKey,
-  type KeyObject,
-  sign,
-  verify,
-} from "node:crypto";
+import { createHmac, verify } from "node:crypto";
 import { LonghaulError } from "../core/errors.ts";
 import {
-  bytesOf,
+  decodeWebhookKey,
+  ED25519_SIGNATURE_BYTES,
+  parseSignatureHeader,
+  signedPrefix,
+  type WebhookKey,
+} from "../webhooks/standard-webhooks.ts";
+import {
   checkWindow,
   parseTimestampS,
   requireHeaders,
   requireSecrets,
   type Scheme,
   type SchemeSource,
-  timestampText,
   timingSafeEqualStr,
   toleranceOf,
   type Verified,
@@ -40,19 +37,11 @@ const NAME = "standard-webhooks";
 const HEADERS = ["webhook-id", "webhook-timestamp", "webhook-signature"] as const;
 const SIGNATURE_MISSING_HINT =
   "a Standard Webhooks sender sets webhook-id, webhook-timestamp and webhook-signature";
-const ED25519_SIGNATURE_BYTES = 64;
-const ED25519_KEY_BYTES = 32;
-/** PKCS#8 DER prefix of an ed25519 private key; the 32-byte seed follows it. */
-const ED25519_PKCS8_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
-
-type Key =
-  | { kind: "hmac"; secret: KeyObject }
-  | { kind: "ed25519-public"; publicKey: KeyObject }
-  | { kind: "ed25519-private"; privateKey: KeyObject; publicKey: KeyObject };
-
 /** The keys of one source, decoded once: HMAC secrets and ed25519 public keys. */
-function verifierFor(keys: readonly Key[], toleranceS: number): { verify(req: VerifyRequest): Verified } {
+function verifierFor(
+  keys: readonly WebhookKey[],
+  toleranceS: number,
+): { verify(req: VerifyRequest): Verified } {
   const hmacKeys = keys.flatMap((k) => (k.kind === "hmac" ? [k.secret] : []));
   const publicKeys = keys.flatMap((k) => (k.kind === "hmac" ? [] : [k.publicKey]));
   return {
@@ -74,7 +63,7 @@ function verifierFor(keys: readonly Key[], toleranceS: number): { verify(req: Ve
         );
       }
 
-      const prefix = Buffer.from(`${id}.${timestamp}.`, "utf8");
+      const prefix = signedPrefix(id, timestamp);
       if (hmacs.length > 0) {
         for (const key of hmacKeys) {
           const expected = createHmac("sha256", key).update(prefix).update(req.body).digest("base64");
@@ -108,7 +97,7 @@ export const standardWebhooks: Scheme & {
 } = {
   name: NAME,
   create(source: SchemeSource): Verifier {
-    return verifierFor(requireSecrets(source).map(decodeKey), toleranceOf(source));
+    return verifierFor(requireSecrets(source).map(decodeWebhookKey), toleranceOf(source));
   },
   verify(req) {
     if (req.secrets.length === 0) {
@@ -117,36 +106,9 @@ export const standardWebhooks: Scheme & {
         "No secrets were given, so no Standard Webhooks signature can match; pass at least one.",
       );
     }
-    return verifierFor(req.secrets.map(decodeKey), req.toleranceS).verify(req);
+    return verifierFor(req.secrets.map(decodeWebhookKey), req.toleranceS).verify(req);
   },
 };
-
-/**
- * The `webhook-signature` value for a message: `v1,<base64 HMAC>` with a `whsec_` (or bare
- * base64) secret, `v1a,<base64 ed25519>` with a `whsk_` secret key (base64 of the 32-byte
- * seed, or of the 64-byte seed and public key). Throws `CONFIG_INVALID` for an unusable secret.
- */
-export function signStandardWebhook(message: {
-  id: string;
-  timestampS: number;
-  body: Buffer | string;
-  secret: string;
-}): string {
-  const body = bytesOf(message.body);
-  const prefix = Buffer.from(`${message.id}.${timestampText(message.timestampS)}.`, "utf8");
-  const key = decodeKey(message.secret);
-  switch (key.kind) {
-    case "hmac":
-      return `v1,${createHmac("sha256", key.secret).update(prefix).update(body).digest("base64")}`;
-    case "ed25519-private":
-      return `v1a,${sign(null, Buffer.concat([prefix, body]), key.privateKey).toString("base64")}`;
-    case "ed25519-public":
-      throw new LonghaulError(
-        "CONFIG_INVALID",
-        "A whpk_ public key can only verify; sign with the matching whsk_ secret key.",
-      );
-  }
-}
 
 /**
  * A hint for a delivery whose webhook-signature is a JWT, as Gemini's per-request webhooks
@@ -157,61 +119,4 @@ function jwtHint(signature: string): string {
   return jws.test(signature)
     ? " webhook-signature holds a JWT: per-request (dynamic) Gemini webhooks are signed that way and need a source with scheme jwt."
     : "";
-}
-
-function parseSignatureHeader(value: string): { version: string; value: string }[] {
-  const entries: { version: string; value: string }[] = [];
-  for (const part of value.split(" ")) {
-    const comma = part.indexOf(",");
-    if (comma <= 0) continue;
-    entries.push({ version: part.slice(0, comma), value: part.slice(comma + 1) });
-  }
-  return entries;
-}
-
-function decodeKey(secret: string): Key {
-  if (secret.startsWith("whpk_")) {
-    const raw = decodeBase64(secret.slice(5), "whpk_ public key");
-    if (raw.length !== ED25519_KEY_BYTES) {
-      throw new LonghaulError(
-        "CONFIG_INVALID",
-        `A whpk_ public key is 32 bytes in base64; this one decodes to ${raw.length} bytes.`,
-      );
-    }
-    const publicKey = createPublicKey({
-      key: { kty: "OKP", crv: "Ed25519", x: raw.toString("base64url") },
-      format: "jwk",
-    });
-    return { kind: "ed25519-public", publicKey };
-  }
-  if (secret.startsWith("whsk_")) {
-    const raw = decodeBase64(secret.slice(5), "whsk_ secret key");
-    if (raw.length !== ED25519_KEY_BYTES && raw.length !== 2 * ED25519_KEY_BYTES) {
-      throw new LonghaulError(
-        "CONFIG_INVALID",
-        `A whsk_ secret key is a 32-byte ed25519 seed (optionally followed by its public key) in base64; this one decodes to ${raw.length} bytes.`,
-      );
-    }
-    const der = Buffer.concat([ED25519_PKCS8_PREFIX, raw.subarray(0, ED25519_KEY_BYTES)]);
-    const privateKey = createPrivateKey({ key: der, format: "der", type: "pkcs8" });
-    return { kind: "ed25519-private", privateKey, publicKey: createPublicKey(privateKey) };
-  }
-  const raw = decodeBase64(secret.startsWith("whsec_") ? secret.slice(6) : secret, "whsec_ secret");
-  if (raw.length === 0) {
-    throw new LonghaulError(
-      "CONFIG_INVALID",
-      "A Standard Webhooks secret is empty; configure the whsec_ secret.",
-    );
-  }
-  return { kind: "hmac", secret: createSecretKey(raw) };
-}
-
-function decodeBase64(text: string, what: string): Buffer {
-  if (!BASE64.test(text)) {
-    throw new LonghaulError(
-      "CONFIG_INVALID",
-      `This ${what} is not base64 after its prefix; copy it again from the sender's settings.`,
-    );
-  }
-  return Buffer.from(text, "base64");
 }

@@ -1,6 +1,6 @@
-import { type ErrorInfo, LonghaulError } from "../core/errors.ts";
-import { signStandardWebhook } from "../ingress/standard-webhooks.ts";
+import { type ErrorInfo, errorInfo, LonghaulError } from "../core/errors.ts";
 import type { DeliveryAttemptInput, DeliveryAttemptResult, TaskEventRow } from "../store/store.ts";
+import { signStandardWebhook } from "../webhooks/standard-webhooks.ts";
 import { type PostResult, postPinned } from "./post-pinned.ts";
 import type { OutboundSettings } from "./settings.ts";
 import { vetTarget } from "./ssrf.ts";
@@ -49,7 +49,7 @@ export async function attemptDelivery(
   } catch (err) {
     // Another node sealed it under a key this one lacks: retry, so the key can be deployed meanwhile.
     const message = err instanceof Error ? err.message : String(err);
-    return next(input, settings, opts, null, null, { code: "SECRET_UNREADABLE", message });
+    return next(input, settings, opts, null, null, errorInfo("SECRET_UNREADABLE", message));
   }
   try {
     const target = await vetTarget(endpoint.url, settings);
@@ -69,10 +69,14 @@ export async function attemptDelivery(
       return { outcome: "failed", status: null, error: { code: err.code, message: err.message } };
     }
     const message = err instanceof Error ? err.message : String(err);
-    return next(input, settings, opts, null, null, {
-      code: "CONNECTION_FAILED",
-      message: `Could not reach ${endpoint.url}: ${message}`,
-    });
+    return next(
+      input,
+      settings,
+      opts,
+      null,
+      null,
+      errorInfo("CONNECTION_FAILED", `Could not reach ${endpoint.url}: ${message}`),
+    );
   }
   const { status } = answer;
   if (status >= 200 && status < 300) return { outcome: "delivered", status };
@@ -81,19 +85,19 @@ export async function attemptDelivery(
     return {
       outcome: "gone",
       status,
-      error: {
-        code: "ENDPOINT_GONE",
-        message: `${endpoint.url} answered 410 Gone, so the endpoint was disabled${said}`,
-      },
+      error: errorInfo(
+        "ENDPOINT_GONE",
+        `${endpoint.url} answered 410 Gone, so the endpoint was disabled${said}`,
+      ),
     };
   }
   const error: ErrorInfo =
     status >= 300 && status < 400
-      ? {
-          code: "REDIRECT_REFUSED",
-          message: `${endpoint.url} answered ${status}; redirects are not followed, so register the final URL.`,
-        }
-      : { code: "HTTP_STATUS", message: `${endpoint.url} answered ${status}${said}` };
+      ? errorInfo(
+          "REDIRECT_REFUSED",
+          `${endpoint.url} answered ${status}; redirects are not followed, so register the final URL.`,
+        )
+      : errorInfo("HTTP_STATUS", `${endpoint.url} answered ${status}${said}`);
   return next(input, settings, opts, status, answer.retryAfterMs, error);
 }
 

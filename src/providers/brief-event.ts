@@ -1,6 +1,7 @@
 import { LonghaulError } from "../core/errors.ts";
 import { isJobEventType, type JobStatus, jobEventTypes } from "../core/job-state.ts";
-import type { JobSnapshot, JobUsage, ProviderEvent } from "./provider.ts";
+import type { JobUsage, ProviderEvent } from "../core/provider-event.ts";
+import type { JobSnapshot } from "./provider.ts";
 
 /**
  * The brief's provider event shape (ARCHITECTURE §7):

@@ -1,4 +1,5 @@
-import type { JobEventType, JobStatus } from "../core/job-state.ts";
+import type { JobStatus } from "../core/job-state.ts";
+import type { JobUsage, ProviderEvent } from "../core/provider-event.ts";
 
 /** What the engine hands a provider when it dispatches a `step.job`. */
 export interface CreateJobRequest {
@@ -15,22 +16,6 @@ export interface CreateJobRequest {
 export interface CreatedJob {
   jobId: string;
   status: JobStatus;
-}
-
-export interface JobUsage {
-  prompt_tokens?: number;
-  completion_tokens?: number;
-  total_tokens?: number;
-}
-
-/** A provider event in the brief's shape (ARCHITECTURE §7), after the provider adapter parsed it. */
-export interface ProviderEvent {
-  eventId: string;
-  type: JobEventType;
-  jobId: string;
-  output?: unknown;
-  error?: { code?: string; message: string } | undefined;
-  usage?: JobUsage | undefined;
 }
 
 export interface JobSnapshot {

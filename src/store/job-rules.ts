@@ -1,6 +1,6 @@
 import type { ErrorInfo } from "../core/errors.ts";
 import { type JobStatus, nextJobStatus } from "../core/job-state.ts";
-import type { ProviderEvent } from "../providers/provider.ts";
+import type { ProviderEvent } from "../core/provider-event.ts";
 
 /** What a provider event does to its job, decided from the job's status alone. */
 export type JobEventEffect =

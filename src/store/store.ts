@@ -1,11 +1,11 @@
 import type { ErrorInfo } from "../core/errors.ts";
 import type { JobStatus } from "../core/job-state.ts";
+import type { JobUsage, ProviderEvent } from "../core/provider-event.ts";
 import type { Quotas } from "../core/quotas.ts";
 import type { RunOutcome, StoredStep } from "../core/replay.ts";
 import type { StepKind, StepStatus } from "../core/step-state.ts";
 import type { TaskStatus } from "../core/task-state.ts";
 import type { WaitRequest } from "../core/wait.ts";
-import type { JobUsage, ProviderEvent } from "../providers/provider.ts";
 
 /**
  * The one persistence interface (ARCHITECTURE §4.1). Every method is an atomic operation: it

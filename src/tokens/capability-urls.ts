@@ -1,3 +1,4 @@
+import type { Clock } from "../core/clock.ts";
 import type { Keyring } from "./keyring.ts";
 import { mintToken, type TokenPurpose } from "./token.ts";
 
@@ -18,6 +19,8 @@ export class CapabilityUrls {
     private readonly keyring: Keyring,
     private readonly baseUrl: () => string,
     private readonly defaultLifetimeMs: number,
+    /** A step without a deadline gets one `defaultLifetimeMs` from this clock's now. */
+    private readonly clock: Clock,
     /**
      * Links outlive their step's deadline by this much, only so that a late call is
      * recognized and kept as a late result (ARCHITECTURE §4.4); past the deadline they never
@@ -39,7 +42,7 @@ export class CapabilityUrls {
       stepId: step.stepId,
       attempt: step.attempts,
       purpose,
-      expiresAt: (step.deadlineAt ?? Date.now() + this.defaultLifetimeMs) + this.lateGraceMs,
+      expiresAt: (step.deadlineAt ?? this.clock.now() + this.defaultLifetimeMs) + this.lateGraceMs,
       ...(approver ? { approver } : {}),
     });
   }

@@ -43,8 +43,6 @@ export interface TokenClaims {
 export const TOKEN_VERSION = "v1";
 /** Longer input is refused before it is split or decoded. */
 export const MAX_TOKEN_LENGTH = 2048;
-/** How long a token lives unless its wait sets another lifetime. */
-export const DEFAULT_TOKEN_LIFETIME_MS = 48 * 60 * 60 * 1000;
 
 const PURPOSES: ReadonlySet<string> = new Set<TokenPurpose>(["callback", "approve", "reject", "decide"]);
 const MAX_TEXT_LENGTH = 256;

@@ -1,7 +1,7 @@
 import { LonghaulError } from "../../core/errors.ts";
 import type { JobEventType, JobStatus } from "../../core/job-state.ts";
+import type { ProviderEvent } from "../../core/provider-event.ts";
 import { isObject } from "../json-client.ts";
-import type { ProviderEvent } from "../provider.ts";
 import { operationSnapshot, rpcError } from "./gemini-resources.ts";
 
 /** Gemini webhook event types, the job event each one is, and the prefix of the resource it names. */

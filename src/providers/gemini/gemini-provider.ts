@@ -1,13 +1,12 @@
 import { LonghaulError } from "../../core/errors.ts";
+import type { JobUsage, ProviderEvent } from "../../core/provider-event.ts";
 import { isObject, jsonClient } from "../json-client.ts";
 import {
   type CreatedJob,
   type CreateJobRequest,
   type JobSnapshot,
-  type JobUsage,
   type Provider,
   ProviderError,
-  type ProviderEvent,
 } from "../provider.ts";
 import { parseGeminiEvent } from "./gemini-events.ts";
 import {

@@ -1,6 +1,7 @@
 import type { JobStatus } from "../../core/job-state.ts";
+import type { JobUsage } from "../../core/provider-event.ts";
 import { isObject } from "../json-client.ts";
-import type { JobSnapshot, JobUsage } from "../provider.ts";
+import type { JobSnapshot } from "../provider.ts";
 
 type Fail = (why: string) => never;
 

@@ -1,5 +1,6 @@
 import { LonghaulError } from "../../core/errors.ts";
 import type { JobEventType, JobStatus } from "../../core/job-state.ts";
+import type { ProviderEvent } from "../../core/provider-event.ts";
 import { parseBriefEvent, parseUsage } from "../brief-event.ts";
 import { isObject, jsonClient, segment } from "../json-client.ts";
 import {
@@ -8,7 +9,6 @@ import {
   type JobSnapshot,
   type Provider,
   ProviderError,
-  type ProviderEvent,
 } from "../provider.ts";
 
 export interface HttpProviderOptions {

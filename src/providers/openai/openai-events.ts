@@ -1,7 +1,7 @@
 import { LonghaulError } from "../../core/errors.ts";
 import type { JobEventType } from "../../core/job-state.ts";
+import type { ProviderEvent } from "../../core/provider-event.ts";
 import { isObject } from "../json-client.ts";
-import type { ProviderEvent } from "../provider.ts";
 
 /**
  * The OpenAI webhook events that end a background response or a batch, and the job event

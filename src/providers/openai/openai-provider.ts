@@ -1,13 +1,12 @@
 import { LonghaulError } from "../../core/errors.ts";
+import type { JobUsage, ProviderEvent } from "../../core/provider-event.ts";
 import { isObject, jsonClient, segment } from "../json-client.ts";
 import {
   type CreatedJob,
   type CreateJobRequest,
   type JobSnapshot,
-  type JobUsage,
   type Provider,
   ProviderError,
-  type ProviderEvent,
 } from "../provider.ts";
 import { parseOpenAIEvent } from "./openai-events.ts";
 import { batchSnapshot, isBatchId, responseSnapshot } from "./openai-objects.ts";

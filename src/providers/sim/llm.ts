@@ -1,4 +1,4 @@
-import type { JobUsage } from "../provider.ts";
+import type { JobUsage } from "../../core/provider-event.ts";
 
 /** A job's input, as the simulator's model reads it. */
 export interface ModelInput {

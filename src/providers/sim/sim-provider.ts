@@ -1,4 +1,5 @@
 import type { JobStatus } from "../../core/job-state.ts";
+import type { ProviderEvent } from "../../core/provider-event.ts";
 import { isObject, parseBriefEvent, parseJobError, parseUsage } from "../brief-event.ts";
 import { jsonClient } from "../json-client.ts";
 import {
@@ -7,7 +8,6 @@ import {
   type JobSnapshot,
   type Provider,
   ProviderError,
-  type ProviderEvent,
 } from "../provider.ts";
 
 export interface SimProviderOptions {

@@ -1,6 +1,6 @@
 import Database from "better-sqlite3";
 import { LonghaulError } from "../../core/errors.ts";
-import type { JobUsage } from "../provider.ts";
+import type { JobUsage } from "../../core/provider-event.ts";
 
 export type SimJobStatus = "queued" | "running" | "succeeded" | "failed" | "canceled";
 

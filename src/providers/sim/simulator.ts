@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { type Clock, systemClock } from "../../core/clock.ts";
 import { LonghaulError } from "../../core/errors.ts";
 import { ulidGenerator } from "../../core/ids.ts";
-import { signStandardWebhook } from "../../ingress/standard-webhooks.ts";
+import { signStandardWebhook } from "../../webhooks/standard-webhooks.ts";
 import { type ChaosOptions, checkChaos } from "./chaos.ts";
 import { JobRunner } from "./job-runner.ts";
 import { simRequestHandler } from "./sim-routes.ts";

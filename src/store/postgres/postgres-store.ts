@@ -4,10 +4,10 @@ import { type Clock, systemClock } from "../../core/clock.ts";
 import { type ErrorInfo, LonghaulError } from "../../core/errors.ts";
 import { type IdGenerator, ulidGenerator } from "../../core/ids.ts";
 import type { JobStatus } from "../../core/job-state.ts";
+import type { ProviderEvent } from "../../core/provider-event.ts";
 import type { Quotas } from "../../core/quotas.ts";
 import type { RunOutcome } from "../../core/replay.ts";
 import type { WaitRequest } from "../../core/wait.ts";
-import type { ProviderEvent } from "../../providers/provider.ts";
 import * as outbound from "../ops/outbound-ops.ts";
 import * as tenants from "../ops/tenant-ops.ts";
 import type {

@@ -1,9 +1,9 @@
 import { type ErrorInfo, LonghaulError } from "../../core/errors.ts";
 import { isTerminalJob, type JobStatus } from "../../core/job-state.ts";
+import type { ProviderEvent } from "../../core/provider-event.ts";
 import { overBudget } from "../../core/quotas.ts";
 import type { RunOutcome, StoredStep } from "../../core/replay.ts";
 import { isTerminalTask } from "../../core/task-state.ts";
-import type { ProviderEvent } from "../../providers/provider.ts";
 import { admitTokens } from "../budget.ts";
 import { jobEndCounts, jobEventEffect } from "../job-rules.ts";
 import { json } from "../json.ts";
