@@ -1,4 +1,4 @@
-import type { ErrorInfo } from "../core/errors.ts";
+import type { ErrorCode, ErrorInfo } from "../core/errors.ts";
 import { type JobStatus, nextJobStatus } from "../core/job-state.ts";
 import type { ProviderEvent } from "../core/provider-event.ts";
 
@@ -50,7 +50,8 @@ export function jobEventEffect(
   }
   if (to === "failed" || to === "canceled") {
     const error: ErrorInfo = {
-      code: ev.error?.code ?? (to === "canceled" ? "JOB_CANCELED" : "JOB_FAILED"),
+      // The provider's own code when it gave one; else ours, from the one table.
+      code: ev.error?.code ?? ((to === "canceled" ? "JOB_CANCELED" : "JOB_FAILED") satisfies ErrorCode),
       message: ev.error?.message ?? `The ${provider} job ${ev.jobId} ${to}.`,
     };
     return { kind: "end", jobStatus: to, stepStatus: "failed", fields: { error, usage: ev.usage } };

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { ErrorInfo } from "../core/errors.ts";
+import type { ErrorCode, ErrorInfo } from "../core/errors.ts";
 import { type ApprovalConfig, approvalOnTimeout, approvalOutcome, type WaitRequest } from "../core/wait.ts";
 import { parseJson } from "./json.ts";
 import type { SignalDbRow } from "./rows.ts";
@@ -202,7 +202,7 @@ export interface TimeoutEnd {
  * that has no deadline to reach. A `job` step's job is timed out by the store beforehand.
  */
 export function timeoutEnd(step: StepRow): TimeoutEnd | null {
-  const timedOut = (code: string, message: string): TimeoutEnd => ({
+  const timedOut = (code: ErrorCode, message: string): TimeoutEnd => ({
     status: "timed_out",
     fields: { error: { code, message } },
   });
