@@ -48,3 +48,6 @@ export const Health = Type.Object({
   status: Type.Enum(["ok", "degraded"]),
   store: Type.String({ description: "ok, or why the store is degraded" }),
 });
+
+/** A 204 answer: no body. */
+export const NoContent = Type.Null({ description: "No content" });

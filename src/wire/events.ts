@@ -86,3 +86,6 @@ export const InboxEvent = Type.Object({
   received_at: Timestamp,
   body: Type.String(),
 });
+
+/** A webhook recorded by `POST /hooks/:source`; `duplicate`: the same event had already come. */
+export const HookReceipt = Type.Object({ received: Type.Literal(true), duplicate: Type.Boolean() });
