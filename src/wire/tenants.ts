@@ -1,8 +1,12 @@
 import { Type } from "typebox";
 import { Json, Nullable, Timestamp } from "./common.ts";
 
-/** A tenant's name: 1 to 200 characters, not only spaces, no NUL. */
-const Name = Type.String({ maxLength: 200, pattern: "^[^\\u0000]*\\S[^\\u0000]*$" });
+/**
+ * A tenant's name: 1 to 200 characters, not only spaces, no NUL. The pattern cannot backtrack
+ * (spaces, one character that is neither a space nor NUL, then anything but NUL), so a long
+ * body of spaces is refused in linear time.
+ */
+const Name = Type.String({ maxLength: 200, pattern: "^\\s*[^\\s\\u0000][^\\u0000]*$" });
 
 /**
  * Quotas as sent: checked by the quota rules themselves, which name the quota at fault and
