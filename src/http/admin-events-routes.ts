@@ -1,7 +1,7 @@
 import { type Static, Type } from "typebox";
 import type { InboxEventRow, Store } from "../store/store.ts";
-import { IdParams, Limit, Page } from "../wire/common.ts";
-import { InboxEvent, InboxStatus } from "../wire/events.ts";
+import { IdParams, Page } from "../wire/common.ts";
+import { InboxEvent, InboxQuery, InboxStatus } from "../wire/events.ts";
 import type { Api } from "./api.ts";
 import { operation } from "./openapi.ts";
 
@@ -22,13 +22,6 @@ function inboxJson(e: InboxEventRow): Static<typeof InboxEvent> {
     body: text.length > MAX_BODY_SHOWN ? `${text.slice(0, MAX_BODY_SHOWN)}…` : text,
   };
 }
-
-const InboxQuery = Type.Object({
-  source: Type.Optional(Type.String()),
-  status: Type.Optional(InboxStatus),
-  limit: Type.Optional(Limit),
-  cursor: Type.Optional(Type.String()),
-});
 
 /** The inbox for operators: what came in, what happened to it, and replay. */
 export function adminEventsRoutes(app: Api, store: Store): void {

@@ -122,7 +122,7 @@ export function buildServer(d: ServerDeps): FastifyInstance {
       {
         schema: operation("Health; 503 degraded while the database is unreachable or its disk is full", {
           security: [],
-          response: { "2XX": Health, "5XX": Health },
+          response: { 200: Health, 503: Health },
         }),
       },
       async (_req, reply) => {

@@ -1,5 +1,5 @@
 import { Type } from "typebox";
-import { Json, Nullable, Text, Timestamp } from "./common.ts";
+import { Json, Limit, Nullable, Text, Timestamp } from "./common.ts";
 
 /** One entry of the tenant's task event log, as `GET /v1/events` streams it (the SSE `data`). */
 export const TaskEvent = Type.Object({
@@ -89,3 +89,11 @@ export const InboxEvent = Type.Object({
 
 /** A webhook recorded by `POST /hooks/:source`; `duplicate`: the same event had already come. */
 export const HookReceipt = Type.Object({ received: Type.Literal(true), duplicate: Type.Boolean() });
+
+/** `GET /v1/admin/events`. */
+export const InboxQuery = Type.Object({
+  source: Type.Optional(Type.String()),
+  status: Type.Optional(InboxStatus),
+  limit: Type.Optional(Limit),
+  cursor: Type.Optional(Type.String()),
+});
