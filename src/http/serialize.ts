@@ -4,9 +4,10 @@ import type { ApprovalDecisionRow, JobRow, StepRow, TaskDetail, TaskRow } from "
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 import type { Job, Step, TaskDetail as TaskDetailJson, TaskSummary } from "../wire/tasks.ts";
 
-function iso(ms: number): string;
-function iso(ms: number | null): string | null;
-function iso(ms: number | null): string | null {
+/** A stored time (ms since the epoch) as the wire's ISO 8601 string; null stays null. */
+export function iso(ms: number): string;
+export function iso(ms: number | null): string | null;
+export function iso(ms: number | null): string | null {
   return ms === null ? null : new Date(ms).toISOString();
 }
 

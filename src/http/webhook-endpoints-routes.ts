@@ -16,12 +16,8 @@ import {
 } from "../wire/outbound.ts";
 import type { Api } from "./api.ts";
 import { operation } from "./openapi.ts";
+import { iso } from "./serialize.ts";
 
-function iso(ms: number): string;
-function iso(ms: number | null): string | null;
-function iso(ms: number | null): string | null {
-  return ms === null ? null : new Date(ms).toISOString();
-}
 const DEFAULT_OVERLAP_S = 24 * 3600;
 
 export const endpointJson = (e: WebhookEndpointRow): Static<typeof WebhookEndpoint> => ({
