@@ -91,6 +91,13 @@ test("the document describes each route's body and answers from the schemas the 
   assert.ok(detail?.properties?.steps && detail.properties.jobs, "a task's steps and jobs are described");
   const error = doc.paths["/v1/signals"]!.post!.responses["4XX"]?.content?.["application/json"]?.schema;
   assert.ok(error?.properties?.error, "errors are described");
+  const rotate = doc.paths["/v1/webhook-endpoints/{id}/rotate-secret"]!.post! as Operation & {
+    requestBody?: { required?: boolean };
+  };
+  assert.equal(rotate.requestBody?.required, false, "a body of optional fields may be left out");
+  assert.equal((submit as { requestBody?: { required?: boolean } }).requestBody?.required, true);
+  const decide = doc.paths["/v1/approvals/{token}"]!.post!.requestBody?.content ?? {};
+  assert.deepEqual(Object.keys(decide).sort(), ["application/json", "application/x-www-form-urlencoded"]);
 });
 
 test("a request that breaks a route's schema answers 400 VALIDATION_FAILED naming the field", async () => {

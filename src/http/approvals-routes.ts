@@ -94,7 +94,13 @@ export function approvalsRoutes(app: Api, d: { store: Store; keyring: Keyring; c
     // JSON answers with the decision; the page's own form (urlencoded) gets the page again.
     const decide = operation(
       "Approve or reject. approval_url needs decision; a one-click approve_url or reject_url takes only its own",
-      { security: [], params: TokenParams, body: DecisionBody, response: { 200: DecisionResult } },
+      {
+        security: [],
+        consumes: ["application/json", "application/x-www-form-urlencoded"],
+        params: TokenParams,
+        body: DecisionBody,
+        response: { 200: DecisionResult },
+      },
     );
     scope.post("/v1/approvals/:token", { schema: decide }, async (req, reply) => {
       const claims = claimsOf(req.params.token);

@@ -17,6 +17,26 @@ export const openapiDocument = {
   },
 };
 
+type Operation = {
+  requestBody?: { required?: boolean; content?: Record<string, { schema?: { required?: string[] } }> };
+};
+
+/**
+ * The generator marks every request body required; a body whose fields are all optional may
+ * be left out (the server reads no body as `{}`), and the document says so.
+ */
+export function optionalBodies<T extends { paths?: object }>(openapiObject: T): T {
+  for (const ops of Object.values(openapiObject.paths ?? {}) as Record<string, Operation>[]) {
+    for (const op of Object.values(ops)) {
+      const body = op.requestBody;
+      if (!body?.content) continue;
+      const required = Object.values(body.content).some((m) => (m.schema?.required?.length ?? 0) > 0);
+      if (!required) body.required = false;
+    }
+  }
+  return openapiObject;
+}
+
 interface OperationExtra {
   security?: never[];
   response?: Record<string, unknown>;

@@ -30,7 +30,7 @@ import { hooksRoutes } from "./hooks-routes.ts";
 import { REDACTED, redactPaths, safeSerializers } from "./log-redaction.ts";
 import type { Metrics } from "./metrics.ts";
 import { metricsAuth } from "./metrics-auth.ts";
-import { openapiDocument, operation } from "./openapi.ts";
+import { openapiDocument, operation, optionalBodies } from "./openapi.ts";
 import { installRateLimits } from "./rate-limits.ts";
 import { signalsRoutes } from "./signals-routes.ts";
 import { tasksRoutes } from "./tasks-routes.ts";
@@ -92,7 +92,11 @@ export function buildServer(d: ServerDeps): FastifyInstance {
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandling(app);
   // /openapi.json is generated from the routes' schemas, so it cannot drift from what they accept.
-  app.register(swagger, { openapi: openapiDocument });
+  app.register(swagger, {
+    openapi: openapiDocument,
+    transformObject: (doc) =>
+      "openapiObject" in doc ? optionalBodies(doc.openapiObject) : doc.swaggerObject,
+  });
   // Every JSON body goes through one parser that caps nesting and refuses prototype keys.
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
