@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
 import { after, before, test } from "node:test";
 import { Validator } from "@seriousme/openapi-schema-validator";
+import ts from "typescript";
 import { type Stack, startStack } from "./stack.ts";
 
 let stack: Stack;
@@ -69,4 +71,76 @@ test("every route the server answers is in /openapi.json, and every documented r
   assert.ok(registered.has("POST /v1/tasks"), "the route tree was read");
   assert.deepEqual(undocumented, [], "routes missing from /openapi.json");
   assert.deepEqual(unanswered, [], "documented routes the server does not answer");
+});
+
+type Operation = {
+  requestBody?: { content: Record<string, { schema: { required?: string[]; properties?: object } }> };
+  responses: Record<
+    string,
+    { content?: Record<string, { schema: { properties?: Record<string, unknown> } }> }
+  >;
+};
+
+test("the document describes each route's body and answers from the schemas the route validates with", async () => {
+  const doc = (await served()) as unknown as { paths: Record<string, Record<string, Operation>> };
+  const submit = doc.paths["/v1/tasks"]!.post!;
+  assert.deepEqual(submit.requestBody?.content["application/json"]?.schema.required, ["type"]);
+  const created = submit.responses["202"]?.content?.["application/json"]?.schema.properties ?? {};
+  assert.deepEqual(Object.keys(created).sort(), ["created", "status", "task_id"]);
+  const detail = doc.paths["/v1/tasks/{id}"]!.get!.responses["200"]?.content?.["application/json"]?.schema;
+  assert.ok(detail?.properties?.steps && detail.properties.jobs, "a task's steps and jobs are described");
+  const error = doc.paths["/v1/signals"]!.post!.responses["4XX"]?.content?.["application/json"]?.schema;
+  assert.ok(error?.properties?.error, "errors are described");
+  const rotate = doc.paths["/v1/webhook-endpoints/{id}/rotate-secret"]!.post! as Operation & {
+    requestBody?: { required?: boolean };
+  };
+  assert.equal(rotate.requestBody?.required, false, "a body of optional fields may be left out");
+  assert.equal((submit as { requestBody?: { required?: boolean } }).requestBody?.required, true);
+  const decide = doc.paths["/v1/approvals/{token}"]!.post!.requestBody?.content ?? {};
+  assert.deepEqual(Object.keys(decide).sort(), ["application/json", "application/x-www-form-urlencoded"]);
+});
+
+test("a request that breaks a route's schema answers 400 VALIDATION_FAILED naming the field", async () => {
+  const cases: [string, { method?: string; body?: unknown }, RegExp][] = [
+    ["/v1/tasks", { body: { type: "demo.echo", input: {}, client_request_id: 7 } }, /"client_request_id"/],
+    ["/v1/tasks", { body: { input: {} } }, /"type" in the body is required/],
+    ["/v1/tasks?limit=0", {}, /"limit" in the query string/],
+    ["/v1/tasks?status=done", {}, /"status" in the query string must be one of "pending"/],
+    ["/v1/signals", { body: { name: "x", id: "" } }, /"id"/],
+    [
+      "/v1/webhook-endpoints/we_x/rotate-secret",
+      { body: { expire_previous_in_s: "60" } },
+      /"expire_previous_in_s"/,
+    ],
+    ["/v1/webhook-endpoints", { body: { url: "https://example.com/", events: ["Nope!"] } }, /"events\.0"/],
+  ];
+  for (const [path, init, field] of cases) {
+    const r = await stack.api(path, init);
+    assert.equal(r.status, 400, `${path} ${JSON.stringify(r.body)}`);
+    assert.equal(r.body.error.code, "VALIDATION_FAILED");
+    assert.match(r.body.error.message, field);
+  }
+});
+
+test("longhaul/client imports nothing from outside src/client at run time, only types", () => {
+  const dir = new URL("../src/client/", import.meta.url);
+  const valueImports: string[] = [];
+  for (const file of readdirSync(dir).filter((f) => f.endsWith(".ts"))) {
+    const text = readFileSync(new URL(file, dir), "utf8");
+    const source = ts.createSourceFile(file, text, ts.ScriptTarget.ES2022);
+    for (const node of source.statements) {
+      let spec: string | null = null;
+      let typeOnly = false;
+      if (ts.isImportDeclaration(node)) {
+        spec = (node.moduleSpecifier as ts.StringLiteral).text;
+        typeOnly = node.importClause?.isTypeOnly === true;
+      } else if (ts.isExportDeclaration(node) && node.moduleSpecifier) {
+        spec = (node.moduleSpecifier as ts.StringLiteral).text;
+        typeOnly = node.isTypeOnly;
+      }
+      if (spec === null || (spec.startsWith("./") && !spec.includes(".."))) continue;
+      if (!typeOnly) valueImports.push(`${file}: ${spec}`);
+    }
+  }
+  assert.deepEqual(valueImports, []);
 });

@@ -1,119 +1,68 @@
-/** The JSON shapes of the longhaul HTTP API (ARCHITECTURE §7), as the client returns them: snake_case, as on the wire. */
+/**
+ * The JSON shapes of the longhaul HTTP API (ARCHITECTURE §7), as the client returns them:
+ * snake_case, as on the wire. Each is the static type of the schema the server validates and
+ * serialises with (src/wire), imported as types only: the client loads nothing of the server.
+ */
+import type { Static } from "typebox";
+import type * as wire from "../wire/index.ts";
 
-export type TaskStatus =
-  | "pending"
-  | "running"
-  | "waiting"
-  | "succeeded"
-  | "failed"
-  | "canceled"
-  | "timed_out";
+export type TaskStatus = Static<typeof wire.TaskStatus>;
 
-export interface ApiError {
-  code: string;
-  message: string;
-}
+export type ApiError = Static<typeof wire.ErrorBody>["error"];
 
-export interface SubmitResult {
-  task_id: string;
-  status: TaskStatus;
-  /** False when the same `client_request_id` had already created this task. */
-  created: boolean;
-}
+/** A failure as a task, step, job or delivery records it. */
+export type ErrorInfo = Static<typeof wire.ErrorInfo>;
 
-export interface TaskSummary<I = unknown, O = unknown> {
-  task_id: string;
-  type: string;
-  status: TaskStatus;
+export type SubmitResult = Static<typeof wire.SubmitResult>;
+
+/** A task; `I` and `O` type its input and output when the caller knows them. */
+export type TaskSummary<I = unknown, O = unknown> = Omit<
+  Static<typeof wire.TaskSummary>,
+  "input" | "output"
+> & {
   input: I;
   output: O | null;
-  error: ApiError | null;
-  client_request_id: string | null;
-  user_id: string | null;
-  trace_id: string | null;
-  created_at: string;
-  updated_at: string;
-}
+};
 
-export interface TaskStep {
-  id: string;
-  kind: string;
-  status: string;
-  attempts: number;
-  output: unknown;
-  error: ApiError | null;
-  provider?: string;
-  job_id?: string | null;
-  callback_url?: string;
-  approval_url?: string;
-  approvals?: { approver: string | null; approval_url: string; approve_url: string; reject_url: string }[];
-  deadline: string | null;
-  created_at: string;
-  updated_at: string;
-  [field: string]: unknown;
-}
+export type TaskStep = Static<typeof wire.Step>;
+export type ApprovalLink = Static<typeof wire.ApprovalLink>;
+export type Decision = Static<typeof wire.Decision>;
+export type JobUsage = Static<typeof wire.JobUsage>;
+export type TaskJob = Static<typeof wire.Job>;
 
-export interface TaskJob {
-  id: string;
-  step_id: string;
-  provider: string;
-  job_id: string | null;
-  status: string;
-  output: unknown;
-  error: ApiError | null;
-  usage: Record<string, number> | null;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface TaskDetail<I = unknown, O = unknown> extends TaskSummary<I, O> {
+export type TaskDetail<I = unknown, O = unknown> = TaskSummary<I, O> & {
   steps: TaskStep[];
   jobs: TaskJob[];
-}
+};
 
-export interface TaskPage {
-  data: TaskSummary[];
+/** A page of a list: `next_cursor` fetches the next one, null at the end. */
+export interface Page<T> {
+  data: T[];
   next_cursor: string | null;
 }
 
+export type TaskPage = Page<TaskSummary>;
+
+export type CancelResult = Static<typeof wire.CancelResult>;
+
 /** One entry of the tenant's task event log, as `GET /v1/events` streams it. */
-export interface TaskEvent<D = unknown> {
-  seq: number;
-  task_id: string;
-  type: string;
-  data: D;
-  created_at: string;
-}
+export type TaskEvent<D = unknown> = Omit<Static<typeof wire.TaskEvent>, "data"> & { data: D };
 
-export interface SignalResult {
-  signal_id: string;
-  duplicate: boolean;
-  /** How many waiting steps it ended. */
-  matched: number;
-}
+export type SignalResult = Static<typeof wire.SignalResult>;
 
-export interface WebhookEndpoint {
-  id: string;
-  url: string;
-  events: string[] | null;
-  status: "enabled" | "disabled";
-  disabled_reason: string | null;
-  /** Until when the secret replaced by the last rotation also signs deliveries; null: it does not. */
-  previous_secret_expires_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
+export type Timeline = Static<typeof wire.Timeline>;
+export type TimelineEntry = Static<typeof wire.TimelineEntry>;
+export type TimelineEvent = Static<typeof wire.TimelineEvent>;
+export type TimelineDelivery = Static<typeof wire.TimelineDelivery>;
+export type Verdict = Static<typeof wire.Verdict>;
 
-export interface WebhookDelivery {
-  id: string;
-  endpoint_id: string;
-  event: { seq: number; type: string; task_id: string };
-  state: "pending" | "delivered" | "failed" | "dead" | "canceled";
-  attempts: number;
-  last_status: number | null;
-  last_error: ApiError | null;
-  next_attempt_at: string | null;
-  delivered_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
+export type InboxEvent = Static<typeof wire.InboxEvent>;
+
+export type WebhookEndpoint = Static<typeof wire.WebhookEndpoint>;
+export type WebhookEndpointWithSecret = Static<typeof wire.WebhookEndpointWithSecret>;
+export type WebhookDelivery = Static<typeof wire.WebhookDelivery>;
+
+export type Tenant = Static<typeof wire.Tenant>;
+export type TenantWithKey = Static<typeof wire.TenantWithKey>;
+export type TenantWithKeys = Static<typeof wire.TenantWithKeys>;
+export type Usage = Static<typeof wire.Usage>;

@@ -1,11 +1,13 @@
-import type { FastifyInstance } from "fastify";
-import { LonghaulError } from "../core/errors.ts";
-import type { InboxEventRow, InboxStatus, Store } from "../store/store.ts";
+import { type Static, Type } from "typebox";
+import type { InboxEventRow, Store } from "../store/store.ts";
+import { IdParams, Page } from "../wire/common.ts";
+import { InboxEvent, InboxQuery, InboxStatus } from "../wire/events.ts";
+import type { Api } from "./api.ts";
+import { operation } from "./openapi.ts";
 
-const statuses: InboxStatus[] = ["received", "applied", "ignored", "unmatched", "invalid"];
 const MAX_BODY_SHOWN = 64 * 1024;
 
-function inboxJson(e: InboxEventRow) {
+function inboxJson(e: InboxEventRow): Static<typeof InboxEvent> {
   const text = e.body.toString("utf8");
   return {
     id: e.id,
@@ -22,21 +24,22 @@ function inboxJson(e: InboxEventRow) {
 }
 
 /** The inbox for operators: what came in, what happened to it, and replay. */
-export function adminEventsRoutes(app: FastifyInstance, store: Store): void {
-  app.get<{ Querystring: Record<string, string | undefined> }>("/v1/admin/events", async (req) => {
-    const { source, status, cursor } = req.query;
-    if (status !== undefined && !statuses.includes(status as InboxStatus)) {
-      throw new LonghaulError("VALIDATION_FAILED", `"status" must be one of ${statuses.join(", ")}.`);
-    }
-    const limit = req.query.limit === undefined ? 50 : Number(req.query.limit);
-    if (!Number.isInteger(limit) || limit < 1 || limit > 200) {
-      throw new LonghaulError("VALIDATION_FAILED", '"limit" must be a whole number from 1 to 200.');
-    }
-    const page = await store.listInbox({ source, status: status as InboxStatus | undefined, limit, cursor });
+export function adminEventsRoutes(app: Api, store: Store): void {
+  const list = operation("The inbox of deliveries (source, status)", {
+    querystring: InboxQuery,
+    response: { 200: Page(InboxEvent) },
+  });
+  app.get("/v1/admin/events", { schema: list }, async (req) => {
+    const { source, status, cursor, limit } = req.query;
+    const page = await store.listInbox({ source, status, limit: limit ?? 50, cursor });
     return { data: page.events.map(inboxJson), next_cursor: page.nextCursor };
   });
 
-  app.post<{ Params: { id: string } }>("/v1/admin/events/:id/replay", async (req, reply) => {
+  const replay = operation("Apply an inbox event again", {
+    params: IdParams,
+    response: { 202: Type.Object({ id: Type.String(), status: InboxStatus }) },
+  });
+  app.post("/v1/admin/events/:id/replay", { schema: replay }, async (req, reply) => {
     const e = await store.replayInboxEvent(req.params.id);
     return reply.status(202).send({ id: e.id, status: e.status });
   });

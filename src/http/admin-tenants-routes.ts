@@ -1,42 +1,50 @@
-import type { FastifyInstance } from "fastify";
+import { Type } from "typebox";
 import { hashApiKey, keyHint, newApiKey } from "../core/api-keys.ts";
 import { LonghaulError } from "../core/errors.ts";
 import { validateQuotas } from "../core/quotas.ts";
 import type { Store } from "../store/store.ts";
+import { IdParams, NoContent } from "../wire/common.ts";
+import {
+  KeyParams,
+  NewApiKey,
+  Tenant,
+  TenantBody,
+  TenantPatch,
+  TenantWithKey,
+  TenantWithKeys,
+  Usage,
+  UsageQuery,
+} from "../wire/tenants.ts";
+import type { Api } from "./api.ts";
+import { operation } from "./openapi.ts";
 import { tenantJson, usageJson } from "./tenant-json.ts";
 
-function body(req: { body: unknown }): Record<string, unknown> {
-  const b = req.body;
-  if (b === undefined || b === null) return {};
-  if (typeof b !== "object" || Array.isArray(b))
-    throw new LonghaulError("VALIDATION_FAILED", "Send a JSON object.");
-  return b as Record<string, unknown>;
-}
-
-function name(v: unknown): string {
-  if (typeof v !== "string" || v.trim().length === 0 || v.length > 200 || v.includes("\u0000")) {
-    throw new LonghaulError("VALIDATION_FAILED", '"name" must be a string of 1 to 200 characters.');
-  }
-  return v.trim();
-}
-
 /** Tenants for operators: create (the key is shown once), read, update quotas, rotate and revoke keys, usage. */
-export function adminTenantsRoutes(app: FastifyInstance, store: Store): void {
-  app.post("/v1/admin/tenants", async (req, reply) => {
-    const b = body(req);
+export function adminTenantsRoutes(app: Api, store: Store): void {
+  const create = operation("Create a tenant; its API key is shown once", {
+    body: TenantBody,
+    response: { 201: TenantWithKey },
+  });
+  app.post("/v1/admin/tenants", { schema: create }, async (req, reply) => {
     const key = newApiKey();
     const t = await store.createTenant({
-      name: name(b.name),
+      name: req.body.name.trim(),
       keyHash: hashApiKey(key),
       keyHint: keyHint(key),
-      quotas: validateQuotas(b.quotas),
+      quotas: validateQuotas(req.body.quotas),
     });
     return reply.status(201).send({ ...tenantJson(t), api_key: key });
   });
 
-  app.get("/v1/admin/tenants", async () => ({ data: (await store.listTenants()).map(tenantJson) }));
+  const list = operation("Tenants (admin key)", {
+    response: { 200: Type.Object({ data: Type.Array(Tenant) }) },
+  });
+  app.get("/v1/admin/tenants", { schema: list }, async () => ({
+    data: (await store.listTenants()).map(tenantJson),
+  }));
 
-  app.get<{ Params: { id: string } }>("/v1/admin/tenants/:id", async (req) => {
+  const one = operation("A tenant and its keys", { params: IdParams, response: { 200: TenantWithKeys } });
+  app.get("/v1/admin/tenants/:id", { schema: one }, async (req) => {
     const t = await store.getTenant(req.params.id);
     if (!t) throw new LonghaulError("TENANT_NOT_FOUND", `No tenant ${req.params.id}.`);
     const keys = await store.listApiKeys(t.id);
@@ -51,42 +59,40 @@ export function adminTenantsRoutes(app: FastifyInstance, store: Store): void {
     };
   });
 
-  app.patch<{ Params: { id: string } }>("/v1/admin/tenants/:id", async (req) => {
-    const b = body(req);
+  const update = operation("Update name or quotas", {
+    params: IdParams,
+    body: TenantPatch,
+    response: { 200: Tenant },
+  });
+  app.patch("/v1/admin/tenants/:id", { schema: update }, async (req) => {
+    const b = req.body;
     const patch: { name?: string; quotas?: ReturnType<typeof validateQuotas> } = {};
-    if (b.name !== undefined) patch.name = name(b.name);
+    if (b.name !== undefined) patch.name = b.name.trim();
     if (b.quotas !== undefined) patch.quotas = validateQuotas(b.quotas);
     return tenantJson(await store.updateTenant(req.params.id, patch));
   });
 
-  app.post<{ Params: { id: string } }>("/v1/admin/tenants/:id/keys", async (req, reply) => {
+  const addKey = operation("Add an API key (rotation)", { params: IdParams, response: { 201: NewApiKey } });
+  app.post("/v1/admin/tenants/:id/keys", { schema: addKey }, async (req, reply) => {
     const key = newApiKey();
     const keyId = await store.addApiKey(req.params.id, hashApiKey(key), keyHint(key));
     return reply.status(201).send({ key_id: keyId, api_key: key });
   });
 
-  app.delete<{ Params: { id: string; keyId: string } }>(
-    "/v1/admin/tenants/:id/keys/:keyId",
-    async (req, reply) => {
-      await store.revokeApiKey(req.params.id, req.params.keyId);
-      return reply.status(204).send();
-    },
-  );
+  const revoke = operation("Revoke an API key", { params: KeyParams, response: { 204: NoContent } });
+  app.delete("/v1/admin/tenants/:id/keys/:keyId", { schema: revoke }, async (req, reply) => {
+    await store.revokeApiKey(req.params.id, req.params.keyId);
+    return reply.status(204).send(null);
+  });
 
-  app.get<{ Params: { id: string }; Querystring: { days?: string } }>(
-    "/v1/admin/tenants/:id/usage",
-    async (req) => {
-      const u = await store.usage(req.params.id, days(req.query.days));
-      if (!u) throw new LonghaulError("TENANT_NOT_FOUND", `No tenant ${req.params.id}.`);
-      return usageJson(u);
-    },
-  );
-}
-
-export function days(v: string | undefined): number {
-  const n = v === undefined ? 30 : Number(v);
-  if (!Number.isInteger(n) || n < 1 || n > 366) {
-    throw new LonghaulError("VALIDATION_FAILED", '"days" must be a whole number from 1 to 366.');
-  }
-  return n;
+  const usage = operation("A tenant's usage", {
+    params: IdParams,
+    querystring: UsageQuery,
+    response: { 200: Usage },
+  });
+  app.get("/v1/admin/tenants/:id/usage", { schema: usage }, async (req) => {
+    const u = await store.usage(req.params.id, req.query.days ?? 30);
+    if (!u) throw new LonghaulError("TENANT_NOT_FOUND", `No tenant ${req.params.id}.`);
+    return usageJson(u);
+  });
 }

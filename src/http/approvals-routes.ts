@@ -1,10 +1,13 @@
-import type { FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyReply } from "fastify";
 import type { Clock } from "../core/clock.ts";
 import { LonghaulError } from "../core/errors.ts";
 import type { Store } from "../store/store.ts";
 import type { Keyring } from "../tokens/keyring.ts";
 import { type TokenClaims, verifyToken } from "../tokens/token.ts";
+import { DecisionBody, DecisionResult, TokenParams } from "../wire/approvals.ts";
+import type { Api } from "./api.ts";
 import { renderApprovalPage } from "./approval-page.ts";
+import { operation } from "./openapi.ts";
 import { refuseWait } from "./wait-answer.ts";
 
 const pageHeaders = {
@@ -16,10 +19,7 @@ const pageHeaders = {
 };
 
 /** `GET|POST /v1/approvals/:token`: the approval page, and the decision (JSON, or the page's form). */
-export function approvalsRoutes(
-  app: FastifyInstance,
-  d: { store: Store; keyring: Keyring; clock: Clock },
-): void {
+export function approvalsRoutes(app: Api, d: { store: Store; keyring: Keyring; clock: Clock }): void {
   type ApprovalClaims = TokenClaims & { purpose: "approve" | "reject" | "decide" };
   const claimsOf = (token: string): ApprovalClaims => {
     const claims = verifyToken(d.keyring, token, d.clock.now());
@@ -72,20 +72,39 @@ export function approvalsRoutes(
     return claims.purpose;
   };
 
-  app.register(async (scope) => {
+  app.register(async (scope: Api) => {
     scope.addContentTypeParser(
       "application/x-www-form-urlencoded",
       { parseAs: "string", bodyLimit: 64 * 1024 },
       (_req, body, done) => done(null, Object.fromEntries(new URLSearchParams(String(body)))),
     );
 
-    scope.get<{ Params: { token: string } }>("/v1/approvals/:token", async (req, reply) =>
+    const html = {
+      description: "The approval page",
+      content: { "text/html": { schema: { type: "string" } } },
+    };
+    const show = operation(
+      "The approval page: the buttons its link may use, and only the input fields the step shows",
+      { security: [], params: TokenParams, response: { 200: html } },
+    );
+    scope.get("/v1/approvals/:token", { schema: show }, async (req, reply) =>
       page(reply, req.params.token, claimsOf(req.params.token), null),
     );
 
-    scope.post<{ Params: { token: string } }>("/v1/approvals/:token", async (req, reply) => {
+    // JSON answers with the decision; the page's own form (urlencoded) gets the page again.
+    const decide = operation(
+      "Approve or reject. approval_url needs decision; a one-click approve_url or reject_url takes only its own",
+      {
+        security: [],
+        consumes: ["application/json", "application/x-www-form-urlencoded"],
+        params: TokenParams,
+        body: DecisionBody,
+        response: { 200: DecisionResult },
+      },
+    );
+    scope.post("/v1/approvals/:token", { schema: decide }, async (req, reply) => {
       const claims = claimsOf(req.params.token);
-      const b = (req.body ?? {}) as Record<string, unknown>;
+      const b = req.body;
       const decision = decisionOf(claims, b.decision);
       const text = (v: unknown, max: number) =>
         typeof v === "string" && v.trim().length > 0 ? v.replaceAll("\u0000", "").trim().slice(0, max) : null;

@@ -1,4 +1,3 @@
-import type { FastifyInstance } from "fastify";
 import type { Clock } from "../core/clock.ts";
 import { LonghaulError } from "../core/errors.ts";
 import { readJson } from "../core/json-input.ts";
@@ -6,6 +5,9 @@ import type { Source } from "../ingress/sources.ts";
 import type { Store } from "../store/store.ts";
 import type { Keyring } from "../tokens/keyring.ts";
 import { verifyToken } from "../tokens/token.ts";
+import { CallbackResult, TokenParams } from "../wire/approvals.ts";
+import type { Api } from "./api.ts";
+import { operation } from "./openapi.ts";
 import { refuseWait } from "./wait-answer.ts";
 
 const MAX_BODY = 1024 * 1024;
@@ -16,16 +18,21 @@ const MAX_BODY = 1024 * 1024;
  * store ends the step only if it still waits with the token's attempt (ARCHITECTURE §4.5).
  */
 export function callbacksRoutes(
-  app: FastifyInstance,
+  app: Api,
   d: { store: Store; keyring: Keyring; clock: Clock; sources: Map<string, Source> },
 ): void {
-  app.register(async (scope) => {
+  app.register(async (scope: Api) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser("*", { parseAs: "buffer", bodyLimit: MAX_BODY }, (_req, body, done) =>
       done(null, body),
     );
 
-    scope.post<{ Params: { token: string } }>("/v1/callbacks/:token", async (req, reply) => {
+    // The body is the step's result as raw bytes, read as JSON only after the sender is verified.
+    const schema = operation(
+      "A capability callback URL; the body is the step's result. The same body again answers 200 with duplicate: true",
+      { security: [], params: TokenParams, response: { 200: CallbackResult } },
+    );
+    scope.post("/v1/callbacks/:token", { schema }, async (req, reply) => {
       const claims = verifyToken(d.keyring, req.params.token, d.clock.now());
       if (claims.purpose !== "callback") {
         throw new LonghaulError(

@@ -85,9 +85,10 @@ export function dashboardRoutes(app: FastifyInstance, opts: DashboardOptions = {
       .send(meta ? html.replace("</head>", `${meta}</head>`) : html);
   };
 
-  app.get("/", async (req, reply) => page(req, reply));
+  // Files, not API: left out of /openapi.json.
+  app.get("/", { schema: { hide: true } }, async (req, reply) => page(req, reply));
 
-  app.get<{ Params: { file: string } }>("/assets/:file", async (req, reply) => {
+  app.get<{ Params: { file: string } }>("/assets/:file", { schema: { hide: true } }, async (req, reply) => {
     const name = req.params.file;
     const type = contentTypes[extname(name)];
     const body =

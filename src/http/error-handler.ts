@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance } from "fastify";
+import type { FastifyError, FastifyInstance, FastifySchemaValidationError } from "fastify";
 import { type ErrorCode, LonghaulError } from "../core/errors.ts";
 
 /** Fastify's own failures mapped onto our stable codes, so bad input never gets a 5xx. */
@@ -10,6 +10,40 @@ const fastifyCodes: Record<string, [ErrorCode, string]> = {
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: ["BAD_REQUEST", "The Content-Length header does not match the body."],
   FST_ERR_VALIDATION: ["VALIDATION_FAILED", "The request is not valid."],
 };
+
+const partNames: Record<string, string> = {
+  body: "body",
+  querystring: "query string",
+  params: "path",
+  headers: "headers",
+};
+
+/**
+ * A schema failure as one sentence naming the field at fault (`"limit" in the query string must
+ * be <= 200.`); the error handler answers it as 400 VALIDATION_FAILED.
+ */
+export function schemaErrorFormatter(errors: FastifySchemaValidationError[], dataVar: string): Error {
+  // A union reports each branch and then itself; the first branch's complaint reads best.
+  const e = errors.find((x) => x.keyword !== "anyOf") ?? errors[0];
+  const part = partNames[dataVar] ?? dataVar;
+  if (!e) return new Error(`The ${part} is not valid.`);
+  let field = (e.instancePath ?? "").split("/").filter(Boolean).join(".");
+  let problem = e.message ?? "is not valid";
+  if (e.keyword === "required") {
+    const missing = (e.params as { requiredProperties?: string[]; missingProperty?: string }) ?? {};
+    const name = missing.requiredProperties?.[0] ?? missing.missingProperty ?? "";
+    field = field ? `${field}.${name}` : name;
+    problem = "is required";
+  }
+  const allowed = (e.params as { allowedValues?: unknown[] })?.allowedValues;
+  if (allowed) problem = `must be one of ${allowed.map((v) => JSON.stringify(v)).join(", ")}`;
+  const err = new Error(
+    field
+      ? `"${field}" in the ${part} ${problem}.`
+      : `The ${part} ${problem}${dataVar === "body" ? "; send a JSON object" : ""}.`,
+  );
+  return err;
+}
 
 export function errorBody(code: string, message: string) {
   return { error: { code, message } };

@@ -1,7 +1,9 @@
-import type { FastifyInstance } from "fastify";
 import { LonghaulError } from "../core/errors.ts";
 import type { Store } from "../store/store.ts";
+import { EventsQuery } from "../wire/events.ts";
+import type { Api } from "./api.ts";
 import type { EventStreams } from "./event-streams.ts";
+import { operation } from "./openapi.ts";
 
 /** How long a client that lost the stream waits before reconnecting (the SSE `retry` field). */
 const RECONNECT_MS = 1000;
@@ -21,13 +23,19 @@ function eventId(value: string | string[] | undefined, field: string): number | 
  * right after that event from the durable log. Without one, a stream of one task starts at
  * its first event and a stream of the whole tenant at the next event to commit.
  */
-export function eventsRoutes(app: FastifyInstance, store: Store, streams: EventStreams): void {
-  app.get<{ Querystring: Record<string, string | undefined> }>("/v1/events", async (req, reply) => {
+export function eventsRoutes(app: Api, store: Store, streams: EventStreams): void {
+  const schema = operation("Server-Sent Events of the tenant's task log; Last-Event-ID resumes", {
+    querystring: EventsQuery,
+    response: {
+      200: {
+        description: "text/event-stream: each event's data is a TaskEvent, its id the log's seq",
+        content: { "text/event-stream": { schema: { type: "string" } } },
+      },
+    },
+  });
+  app.get("/v1/events", { schema }, async (req, reply) => {
     const taskId = req.query.task_id ?? null;
     if (taskId !== null) {
-      if (taskId.length === 0 || taskId.length > 255) {
-        throw new LonghaulError("VALIDATION_FAILED", '"task_id" must be a task id such as t_01J….');
-      }
       if (!(await store.getTask(req.tenant.id, taskId))) {
         throw new LonghaulError("TASK_NOT_FOUND", `No task ${taskId} for this API key.`);
       }

@@ -1,11 +1,14 @@
 import { type Readable, Transform } from "node:stream";
-import type { FastifyInstance } from "fastify";
+import { Type } from "typebox";
 import type { Clock } from "../core/clock.ts";
 import { LonghaulError } from "../core/errors.ts";
 import { bodyEventId, jsonBody } from "../ingress/scheme.ts";
 import type { Source } from "../ingress/sources.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { Store } from "../store/store.ts";
+import { HookReceipt } from "../wire/events.ts";
+import type { Api } from "./api.ts";
+import { operation } from "./openapi.ts";
 
 /**
  * `POST /hooks/:source`: verify the raw bytes, record the event and its work item in one
@@ -14,7 +17,7 @@ import type { Store } from "../store/store.ts";
  * body is read; a chunked body is cut off as soon as it grows past the limit.
  */
 export function hooksRoutes(
-  app: FastifyInstance,
+  app: Api,
   store: Store,
   sources: Map<string, Source>,
   clock: Clock,
@@ -28,7 +31,7 @@ export function hooksRoutes(
   // Each source enforces its own limit in preParsing; the parser's is only the largest of them.
   const largest = Math.max(1, ...[...sources.values()].map((s) => s.bodyLimit));
 
-  app.register(async (scope) => {
+  app.register(async (scope: Api) => {
     // Raw bytes for every content type: verification must see exactly what was signed.
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser("*", { parseAs: "buffer", bodyLimit: largest }, (_req, body, done) =>
@@ -44,7 +47,13 @@ export function hooksRoutes(
       return payload;
     });
 
-    scope.post<{ Params: { source: string } }>("/hooks/:source", async (req, reply) => {
+    // The body is raw bytes: verified on exactly what was sent, so it has no schema here.
+    const schema = operation("Webhook ingress: verified on the raw bytes, recorded once", {
+      security: [],
+      params: Type.Object({ source: Type.String() }),
+      response: { 200: HookReceipt },
+    });
+    scope.post("/hooks/:source", { schema }, async (req, reply) => {
       const source = sourceNamed(req.params.source);
       const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
       const verified = await source.verifier.verify({ headers: req.headers, body, nowMs: clock.now() });

@@ -1,11 +1,18 @@
+import type { Static } from "typebox";
 import type { ApprovalConfig } from "../core/wait.ts";
 import type { ApprovalDecisionRow, JobRow, StepRow, TaskDetail, TaskRow } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
+import type { Job, Step, TaskDetail as TaskDetailJson, TaskSummary } from "../wire/tasks.ts";
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+/** A stored time (ms since the epoch) as the wire's ISO 8601 string; null stays null. */
+export function iso(ms: number): string;
+export function iso(ms: number | null): string | null;
+export function iso(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString();
+}
 
 /** The public JSON of a task (ARCHITECTURE §7); snake_case on the wire. */
-export function taskSummary(t: TaskRow) {
+export function taskSummary(t: TaskRow): Static<typeof TaskSummary> {
   return {
     task_id: t.id,
     type: t.type,
@@ -48,7 +55,7 @@ function waitingFor(t: TaskRow, s: StepRow, ctx: DetailContext): Record<string, 
   return {};
 }
 
-function step(t: TaskRow, s: StepRow, jobs: Map<string, JobRow>, ctx: DetailContext) {
+function step(t: TaskRow, s: StepRow, jobs: Map<string, JobRow>, ctx: DetailContext): Static<typeof Step> {
   const job = s.jobId ? jobs.get(s.jobId) : undefined;
   const decisions = ctx.decisions.get(s.stepId);
   return {
@@ -77,7 +84,7 @@ function step(t: TaskRow, s: StepRow, jobs: Map<string, JobRow>, ctx: DetailCont
   };
 }
 
-function job(j: JobRow) {
+function job(j: JobRow): Static<typeof Job> {
   return {
     id: j.id,
     step_id: j.stepId,
@@ -92,7 +99,7 @@ function job(j: JobRow) {
   };
 }
 
-export function taskDetail(d: TaskDetail, ctx: DetailContext) {
+export function taskDetail(d: TaskDetail, ctx: DetailContext): Static<typeof TaskDetailJson> {
   const jobs = new Map(d.jobs.map((j) => [j.id, j]));
   return {
     ...taskSummary(d.task),

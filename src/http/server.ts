@@ -1,6 +1,9 @@
 import { createServer } from "node:http";
+import swagger from "@fastify/swagger";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
+import { Type } from "typebox";
 import type { Clock } from "../core/clock.ts";
 import { LonghaulError } from "../core/errors.ts";
 import { readJson } from "../core/json-input.ts";
@@ -13,6 +16,7 @@ import type { OutboundSettings } from "../outbound/settings.ts";
 import type { Store } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 import type { Keyring } from "../tokens/keyring.ts";
+import { Health } from "../wire/common.ts";
 import { adminAuth } from "./admin-auth.ts";
 import { adminEventsRoutes } from "./admin-events-routes.ts";
 import { adminTenantsRoutes } from "./admin-tenants-routes.ts";
@@ -20,18 +24,19 @@ import { approvalsRoutes } from "./approvals-routes.ts";
 import { tenantAuth } from "./auth.ts";
 import { callbacksRoutes } from "./callbacks-routes.ts";
 import { type DashboardOptions, dashboardRoutes } from "./dashboard-routes.ts";
-import { installErrorHandling } from "./error-handler.ts";
+import { installErrorHandling, schemaErrorFormatter } from "./error-handler.ts";
 import { EventStreams, type EventStreamsOptions } from "./event-streams.ts";
 import { eventsRoutes } from "./events-routes.ts";
 import { hooksRoutes } from "./hooks-routes.ts";
 import { REDACTED, redactPaths, safeSerializers } from "./log-redaction.ts";
 import { metricsAuth } from "./metrics-auth.ts";
-import { openapi } from "./openapi.ts";
+import { openapiDocument, operation, optionalBodies } from "./openapi.ts";
 import { installRateLimits } from "./rate-limits.ts";
 import { signalsRoutes } from "./signals-routes.ts";
 import { tasksRoutes } from "./tasks-routes.ts";
 import { timelineRoutes } from "./timeline-routes.ts";
 import { usageRoutes } from "./usage-routes.ts";
+import { validatorCompiler } from "./validator.ts";
 import { webhookEndpointsRoutes } from "./webhook-endpoints-routes.ts";
 
 export interface ServerDeps {
@@ -82,8 +87,16 @@ export function buildServer(d: ServerDeps): FastifyInstance {
     connectionTimeout: 0,
     keepAliveTimeout: 72_000,
     return503OnClosing: true,
-  });
+    schemaErrorFormatter,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
   installErrorHandling(app);
+  // /openapi.json is generated from the routes' schemas, so it cannot drift from what they accept.
+  app.register(swagger, {
+    openapi: openapiDocument,
+    transformObject: (doc) =>
+      "openapiObject" in doc ? optionalBodies(doc.openapiObject) : doc.swaggerObject,
+  });
   // Every JSON body goes through one parser that caps nesting and refuses prototype keys.
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
@@ -102,26 +115,51 @@ export function buildServer(d: ServerDeps): FastifyInstance {
   // Open SSE streams would hold the server open; clients resume elsewhere with Last-Event-ID.
   app.addHook("preClose", async () => streams.close());
 
-  app.get("/healthz", async (_req, reply) => {
-    const store = await d.store.health().catch(() => "degraded" as const);
-    return reply
-      .status(store === "ok" ? 200 : 503)
-      .send({ status: store === "ok" ? "ok" : "degraded", store });
-  });
-
   // No identifier holds a NUL, and PostgreSQL text cannot even be queried with one.
   app.addHook("onRequest", async (req) => {
     if (/%00/i.test(req.url)) throw new LonghaulError("BAD_REQUEST", "The URL contains a NUL character.");
   });
-  app.get("/openapi.json", async () => openapi);
-  if (d.metrics) {
-    const registry = d.metrics.registry;
-    const auth = d.metricsPublic ? null : metricsAuth(d.adminKey);
-    app.get("/metrics", async (req, reply) => {
-      await auth?.(req);
-      return reply.type(registry.contentType).send(await registry.metrics());
-    });
-  }
+  // Registered as a plugin, like every group of routes, so the document generator sees them.
+  app.register(async (root) => {
+    root.get(
+      "/healthz",
+      {
+        schema: operation("Health; 503 degraded while the database is unreachable or its disk is full", {
+          security: [],
+          response: { 200: Health, 503: Health },
+        }),
+      },
+      async (_req, reply) => {
+        const store = await d.store.health().catch(() => "degraded" as const);
+        return reply
+          .status(store === "ok" ? 200 : 503)
+          .send({ status: store === "ok" ? "ok" : "degraded", store });
+      },
+    );
+
+    root.get(
+      "/openapi.json",
+      {
+        schema: operation("This document: the HTTP API as OpenAPI 3.1", {
+          security: [],
+          response: { 200: Type.Object({}, { additionalProperties: true }) },
+        }),
+      },
+      async () => root.swagger(),
+    );
+    if (d.metrics) {
+      const registry = d.metrics.registry;
+      const auth = d.metricsPublic ? null : metricsAuth(d.adminKey);
+      root.get(
+        "/metrics",
+        { schema: operation("Prometheus metrics (admin key, unless metrics.public)") },
+        async (req, reply) => {
+          await auth?.(req);
+          return reply.type(registry.contentType).send(await registry.metrics());
+        },
+      );
+    }
+  });
 
   hooksRoutes(app, d.store, d.sources, d.clock, d.metrics);
   callbacksRoutes(app, d);

@@ -1,7 +1,10 @@
-import type { FastifyInstance } from "fastify";
 import { LonghaulError } from "../core/errors.ts";
 import { POLL_SOURCE } from "../engine/poll.ts";
 import type { InboxEventRow, JobRow, Store, TaskEventRow } from "../store/store.ts";
+import { IdParams } from "../wire/common.ts";
+import { Timeline } from "../wire/events.ts";
+import type { Api } from "./api.ts";
+import { operation } from "./openapi.ts";
 
 /** How many task events a timeline shows; a longer log is cut and says so. */
 const MAX_EVENTS = 1000;
@@ -108,8 +111,12 @@ async function inboxOf(store: Store, jobs: JobRow[]): Promise<InboxEventRow[]> {
  * before an event of the same millisecond, since applying it is what emitted the event.
  * Scoped by the caller's tenant (ARCHITECTURE §3.6).
  */
-export function timelineRoutes(app: FastifyInstance, store: Store): void {
-  app.get<{ Params: { id: string } }>("/v1/tasks/:id/timeline", async (req) => {
+export function timelineRoutes(app: Api, store: Store): void {
+  const schema = operation("Task events and webhook deliveries of the task's jobs, by time", {
+    params: IdParams,
+    response: { 200: Timeline },
+  });
+  app.get("/v1/tasks/:id/timeline", { schema }, async (req) => {
     const d = await store.getTask(req.tenant.id, req.params.id);
     if (!d) throw new LonghaulError("TASK_NOT_FOUND", `No task ${req.params.id} for this API key.`);
     const log = await store.taskEvents(req.tenant.id, 0, MAX_EVENTS + 1, d.task.id);

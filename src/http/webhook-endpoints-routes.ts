@@ -1,18 +1,26 @@
 import { randomBytes } from "node:crypto";
-import type { FastifyInstance } from "fastify";
+import { type Static, Type } from "typebox";
 import { LonghaulError } from "../core/errors.ts";
-import { eventFilterProblem } from "../core/event-filter.ts";
 import type { OutboundSettings } from "../outbound/settings.ts";
 import { vetTarget } from "../outbound/ssrf.ts";
-import type { DeliveryState, Store, WebhookDeliveryRow, WebhookEndpointRow } from "../store/store.ts";
+import type { Store, WebhookDeliveryRow, WebhookEndpointRow } from "../store/store.ts";
+import { IdParams, NoContent, Page } from "../wire/common.ts";
+import {
+  DeliveriesQuery,
+  DeliveryParams,
+  EndpointBody,
+  RotateSecretBody,
+  WebhookDelivery,
+  WebhookEndpoint,
+  WebhookEndpointWithSecret,
+} from "../wire/outbound.ts";
+import type { Api } from "./api.ts";
+import { operation } from "./openapi.ts";
+import { iso } from "./serialize.ts";
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-const MAX_URL = 2048;
 const DEFAULT_OVERLAP_S = 24 * 3600;
-const MAX_OVERLAP_S = 30 * 24 * 3600;
-const STATES: readonly DeliveryState[] = ["pending", "delivered", "failed", "dead", "canceled"];
 
-export const endpointJson = (e: WebhookEndpointRow) => ({
+export const endpointJson = (e: WebhookEndpointRow): Static<typeof WebhookEndpoint> => ({
   id: e.id,
   url: e.url,
   events: e.events,
@@ -23,7 +31,7 @@ export const endpointJson = (e: WebhookEndpointRow) => ({
   updated_at: iso(e.updatedAt),
 });
 
-export const deliveryJson = (d: WebhookDeliveryRow) => ({
+export const deliveryJson = (d: WebhookDeliveryRow): Static<typeof WebhookDelivery> => ({
   id: d.id,
   endpoint_id: d.endpointId,
   event: { seq: d.eventSeq, type: d.eventType, task_id: d.taskId },
@@ -41,13 +49,7 @@ export const deliveryJson = (d: WebhookDeliveryRow) => ({
 export const newWebhookSecret = () => `whsec_${randomBytes(24).toString("base64")}`;
 
 /** Refuses a URL that could never be delivered to: not http(s), credentials, or a forbidden address. */
-async function checkUrl(value: unknown, settings: OutboundSettings): Promise<string> {
-  if (typeof value !== "string" || value.length === 0 || value.length > MAX_URL) {
-    throw new LonghaulError(
-      "VALIDATION_FAILED",
-      `"url" must be an http(s) URL of at most ${MAX_URL} characters.`,
-    );
-  }
+async function checkUrl(value: string, settings: OutboundSettings): Promise<string> {
   let url: URL;
   try {
     url = new URL(value);
@@ -75,27 +77,20 @@ async function checkUrl(value: unknown, settings: OutboundSettings): Promise<str
  * (ARCHITECTURE §3.6).
  */
 export function webhookEndpointsRoutes(
-  app: FastifyInstance,
+  app: Api,
   store: Store,
   settings: OutboundSettings,
   /** `limits.webhook_endpoints_per_tenant`; 0: no cap. */
   maxPerTenant = 0,
 ): void {
-  app.post("/v1/webhook-endpoints", async (req, reply) => {
-    const b = req.body as Record<string, unknown> | null;
-    if (typeof b !== "object" || b === null || Array.isArray(b)) {
-      throw new LonghaulError(
-        "VALIDATION_FAILED",
-        'Send a JSON object such as {"url": "https://example.com/hooks", "events": ["task.*"]}.',
-      );
-    }
+  const created = operation("Add an endpoint; its secret is shown once", {
+    body: EndpointBody,
+    response: { 201: WebhookEndpointWithSecret },
+  });
+  app.post("/v1/webhook-endpoints", { schema: created }, async (req, reply) => {
+    const b = req.body;
     const url = await checkUrl(b.url, settings);
-    let events: string[] | null = null;
-    if (b.events !== undefined && b.events !== null) {
-      const problem = eventFilterProblem(b.events);
-      if (problem) throw new LonghaulError("VALIDATION_FAILED", problem);
-      events = [...new Set(b.events as string[])];
-    }
+    const events = b.events ? [...new Set(b.events)] : null;
     const secret = newWebhookSecret();
     const e = await store.createWebhookEndpoint({
       tenantId: req.tenant.id,
@@ -109,21 +104,12 @@ export function webhookEndpointsRoutes(
 
   // A new secret, shown once; the old one keeps signing next to it for the overlap, so
   // receivers can switch without rejecting a delivery.
-  app.post<{ Params: { id: string } }>("/v1/webhook-endpoints/:id/rotate-secret", async (req) => {
-    const b = (req.body ?? {}) as Record<string, unknown>;
-    if (typeof b !== "object" || b === null || Array.isArray(b)) {
-      throw new LonghaulError(
-        "VALIDATION_FAILED",
-        'Send a JSON object such as {"expire_previous_in_s": 3600}, or no body.',
-      );
-    }
-    const overlap = b.expire_previous_in_s ?? DEFAULT_OVERLAP_S;
-    if (typeof overlap !== "number" || !Number.isInteger(overlap) || overlap < 0 || overlap > MAX_OVERLAP_S) {
-      throw new LonghaulError(
-        "VALIDATION_FAILED",
-        `"expire_previous_in_s" must be a whole number of seconds from 0 (the old secret stops at once) to ${MAX_OVERLAP_S} (30 days).`,
-      );
-    }
+  const rotated = operation(
+    "A new signing secret, shown once; the old one also signs until expire_previous_in_s (default 86400) has passed",
+    { params: IdParams, body: RotateSecretBody, response: { 200: WebhookEndpointWithSecret } },
+  );
+  app.post("/v1/webhook-endpoints/:id/rotate-secret", { schema: rotated }, async (req) => {
+    const overlap = req.body.expire_previous_in_s ?? DEFAULT_OVERLAP_S;
     const secret = newWebhookSecret();
     const e = await store.rotateWebhookEndpointSecret(
       req.tenant.id,
@@ -135,44 +121,49 @@ export function webhookEndpointsRoutes(
     return { ...endpointJson(e), secret };
   });
 
-  app.get("/v1/webhook-endpoints", async (req) => ({
+  const list = operation("Outbound webhook endpoints", {
+    response: { 200: Type.Object({ data: Type.Array(WebhookEndpoint) }) },
+  });
+  app.get("/v1/webhook-endpoints", { schema: list }, async (req) => ({
     data: (await store.listWebhookEndpoints(req.tenant.id)).map(endpointJson),
   }));
 
-  app.get<{ Params: { id: string } }>("/v1/webhook-endpoints/:id", async (req) => {
+  const one = operation("An endpoint", { params: IdParams, response: { 200: WebhookEndpoint } });
+  app.get("/v1/webhook-endpoints/:id", { schema: one }, async (req) => {
     const e = (await store.listWebhookEndpoints(req.tenant.id)).find((x) => x.id === req.params.id);
     if (!e) throw notFound(req.params.id);
     return endpointJson(e);
   });
 
-  app.delete<{ Params: { id: string } }>("/v1/webhook-endpoints/:id", async (req, reply) => {
+  const removed = operation("Remove an endpoint", { params: IdParams, response: { 204: NoContent } });
+  app.delete("/v1/webhook-endpoints/:id", { schema: removed }, async (req, reply) => {
     if (!(await store.deleteWebhookEndpoint(req.tenant.id, req.params.id))) throw notFound(req.params.id);
-    return reply.status(204).send();
+    return reply.status(204).send(null);
   });
 
-  app.get<{ Params: { id: string }; Querystring: Record<string, string | undefined> }>(
-    "/v1/webhook-endpoints/:id/deliveries",
-    async (req) => {
-      const q = req.query;
-      const limit = q.limit === undefined ? 50 : Number(q.limit);
-      if (!Number.isInteger(limit) || limit < 1 || limit > 200) {
-        throw new LonghaulError("VALIDATION_FAILED", '"limit" must be a whole number from 1 to 200.');
-      }
-      if (q.state !== undefined && !STATES.includes(q.state as DeliveryState)) {
-        throw new LonghaulError("VALIDATION_FAILED", `"state" must be one of ${STATES.join(", ")}.`);
-      }
-      const page = await store.listWebhookDeliveries(req.tenant.id, req.params.id, {
-        limit,
-        cursor: q.cursor,
-        state: q.state as DeliveryState | undefined,
-      });
-      if (!page) throw notFound(req.params.id);
-      return { data: page.deliveries.map(deliveryJson), next_cursor: page.nextCursor };
-    },
-  );
+  const deliveries = operation("The endpoint's delivery log", {
+    params: IdParams,
+    querystring: DeliveriesQuery,
+    response: { 200: Page(WebhookDelivery) },
+  });
+  app.get("/v1/webhook-endpoints/:id/deliveries", { schema: deliveries }, async (req) => {
+    const q = req.query;
+    const page = await store.listWebhookDeliveries(req.tenant.id, req.params.id, {
+      limit: q.limit ?? 50,
+      cursor: q.cursor,
+      state: q.state,
+    });
+    if (!page) throw notFound(req.params.id);
+    return { data: page.deliveries.map(deliveryJson), next_cursor: page.nextCursor };
+  });
 
-  app.post<{ Params: { id: string; delivery_id: string } }>(
+  const replay = operation("Queue a dead or failed delivery again", {
+    params: DeliveryParams,
+    response: { 202: WebhookDelivery },
+  });
+  app.post(
     "/v1/webhook-endpoints/:id/deliveries/:delivery_id/replay",
+    { schema: replay },
     async (req, reply) => {
       const d = await store.replayWebhookDelivery(req.tenant.id, req.params.id, req.params.delivery_id);
       return reply.status(202).send(deliveryJson(d));

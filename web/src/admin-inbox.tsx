@@ -1,7 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
+import type { InboxEvent, Page } from "../../src/client/index.ts";
 import { ApiError, query, request } from "./api.ts";
 import { go, href, type Route } from "./router.ts";
-import type { InboxEvent, Page } from "./types.ts";
 import { Badge, Empty, RequestError, When } from "./ui.tsx";
 
 const statuses = ["unmatched", "invalid", "ignored", "received", "applied"];

@@ -1,17 +1,8 @@
 import { useEffect, useState } from "preact/hooks";
+import type { Tenant } from "../../src/client/index.ts";
 import { ApiError, request } from "./api.ts";
 import { label } from "./format.ts";
 import { Empty, RequestError, When } from "./ui.tsx";
-
-interface Tenant {
-  tenant_id: string;
-  name: string;
-  quotas?: Record<string, unknown>;
-  tokens_used?: number;
-  /** The token budget's current period: the meter compares its usage, not the all-time count. */
-  budget?: { tokens_used: number };
-  created_at?: string;
-}
 
 /** Every tenant with its quotas and tokens used. */
 export function AdminTenants({ adminKey, onUnauthorized }: { adminKey: string; onUnauthorized: () => void }) {

@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
+import type { TaskStep as Step } from "../../src/client/index.ts";
 import { ApiError, request } from "./api.ts";
 import { pathOf } from "./format.ts";
-import type { Step } from "./types.ts";
 import { When } from "./ui.tsx";
 
 const NAME_KEY = "longhaul.approverName";

@@ -1,11 +1,11 @@
 import { useEffect, useRef, useState } from "preact/hooks";
+import type { Page, TaskStep as Step, TaskDetail, TaskSummary } from "../../src/client/index.ts";
 import { ApiError, query, request } from "./api.ts";
 import { ApprovalForm, Decisions } from "./approval-form.tsx";
 import type { TaskEvent } from "./event-stream.ts";
 import { useLive } from "./live.ts";
 import { href } from "./router.ts";
 import type { TenantSession } from "./session.ts";
-import type { Page, Step, TaskDetail, TaskSummary } from "./types.ts";
 import { Empty, Json, LiveDot, RequestError, When } from "./ui.tsx";
 
 const PAGE_SIZE = 50;

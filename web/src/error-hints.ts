@@ -1,4 +1,4 @@
-import type { ErrorInfo } from "./types.ts";
+import type { ErrorInfo } from "../../src/client/index.ts";
 
 /** What a person can do about an error, by its stable code (ARCHITECTURE §6). */
 const hints: Record<string, string> = {

@@ -1,13 +1,7 @@
-import { SseParser } from "./sse-parser.ts";
+import { SseParser, type TaskEvent as WireTaskEvent } from "../../src/client/index.ts";
 
 /** A task event as `GET /v1/events` sends it in each message's data. */
-export interface TaskEvent {
-  seq: number;
-  task_id: string;
-  type: string;
-  data: Record<string, unknown> | null;
-  created_at: string;
-}
+export type TaskEvent = WireTaskEvent<Record<string, unknown> | null>;
 
 /**
  * `open`: receiving; `retrying`: the connection dropped and will be made again, resuming from
@@ -68,11 +62,12 @@ export function openEventStream(o: StreamOptions): () => void {
       const { value, done } = await reader.read();
       if (done) return "retry";
       for (const m of parser.push(value)) {
-        if (m.id !== undefined) lastId = m.id;
-        if (m.retry !== undefined) delay = Math.max(MIN_DELAY_MS, m.retry);
         const event = parse(m.data);
         if (event) o.onEvent(event);
       }
+      // The id of the last complete event, with or without data: where a reconnect resumes.
+      if (parser.lastEventId !== "") lastId = parser.lastEventId;
+      if (parser.retry !== null) delay = Math.max(MIN_DELAY_MS, parser.retry);
     }
   };
 

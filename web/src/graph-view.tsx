@@ -1,6 +1,7 @@
+import type { TaskStep as Step, TaskDetail } from "../../src/client/index.ts";
 import { label } from "./format.ts";
 import { type GraphNodeSpec, layoutGraph, NODE_H, NODE_W } from "./graph-layout.ts";
-import { type Step, type TaskDetail, terminal } from "./types.ts";
+import { terminal } from "./task-status.ts";
 
 /** What a node shows: its step's status, or where it stands without a step. */
 export type NodeState = Step["status"] | "skipped" | "pending" | "not_run";

@@ -1,30 +1,13 @@
 import { useEffect, useState } from "preact/hooks";
+import type {
+  WebhookDelivery as Delivery,
+  WebhookEndpoint as Endpoint,
+  Page,
+} from "../../src/client/index.ts";
 import { type ApiError, query, request } from "./api.ts";
 import { href } from "./router.ts";
 import type { TenantSession } from "./session.ts";
-import type { Page } from "./types.ts";
 import { Badge, Empty, RequestError, When } from "./ui.tsx";
-
-interface Endpoint {
-  id: string;
-  url: string;
-  events: string[] | null;
-  status?: string;
-  disabled_reason?: string | null;
-  created_at?: string;
-}
-
-interface Delivery {
-  id: string;
-  event?: { seq?: number; type?: string; task_id?: string };
-  state?: string;
-  attempts?: number;
-  last_status?: number | null;
-  last_error?: string | null;
-  next_attempt_at?: string | null;
-  delivered_at?: string | null;
-  created_at?: string;
-}
 
 /** The tenant's outbound webhook endpoints and each one's deliveries, with replay. */
 export function Outbound({ session }: { session: TenantSession }) {
@@ -148,7 +131,9 @@ function Deliveries({ session, endpointId }: { session: TenantSession; endpointI
                 </td>
                 <td>{d.state ? <Badge status={d.state} /> : "—"}</td>
                 <td>{d.attempts ?? "—"}</td>
-                <td class="small">{d.last_status ? `HTTP ${d.last_status}` : d.last_error || "—"}</td>
+                <td class="small">
+                  {d.last_status ? `HTTP ${d.last_status}` : d.last_error?.message || "—"}
+                </td>
                 <td>{d.next_attempt_at ? <When at={d.next_attempt_at} /> : <span class="muted">—</span>}</td>
                 <td>
                   {done[d.id] ? (

@@ -1,5 +1,5 @@
+import type { TaskDetail } from "../../src/client/index.ts";
 import { label } from "./format.ts";
-import type { TaskDetail } from "./types.ts";
 import { Badge, Json, When } from "./ui.tsx";
 
 /** Each step with its job (provider and job id), its tokens and what it is waiting for. */

@@ -1,4 +1,5 @@
 import { useEffect, useRef, useState } from "preact/hooks";
+import type { TaskDetail, Timeline } from "../../src/client/index.ts";
 import { type ApiError, request } from "./api.ts";
 import { ApprovalForm, Decisions } from "./approval-form.tsx";
 import { label, plural } from "./format.ts";
@@ -8,8 +9,8 @@ import { useLive } from "./live.ts";
 import { href } from "./router.ts";
 import type { TenantSession } from "./session.ts";
 import { StepsTable } from "./steps-table.tsx";
+import { terminal } from "./task-status.ts";
 import { TimelineView } from "./timeline.tsx";
-import { type TaskDetail, type Timeline, terminal } from "./types.ts";
 import { Badge, CopyText, Empty, ErrorCard, Json, LiveDot, RequestError, When } from "./ui.tsx";
 
 export function TaskDetailView({ session, id }: { session: TenantSession; id: string }) {

@@ -1,11 +1,12 @@
 import { useEffect, useRef, useState } from "preact/hooks";
+import type { Page, TaskStatus, TaskSummary } from "../../src/client/index.ts";
 import { ApiError, query, request } from "./api.ts";
 import type { TaskEvent } from "./event-stream.ts";
 import { label } from "./format.ts";
 import { useLive } from "./live.ts";
 import { go, href, type Route } from "./router.ts";
 import type { TenantSession } from "./session.ts";
-import { type Page, type TaskStatus, type TaskSummary, taskStatuses } from "./types.ts";
+import { taskStatuses } from "./task-status.ts";
 import { Badge, Empty, LiveDot, RequestError, When } from "./ui.tsx";
 
 /** Rows per page: the list never renders more, however many tasks the tenant has. */

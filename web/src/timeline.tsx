@@ -1,6 +1,12 @@
 import type { ComponentChildren } from "preact";
+import type {
+  TaskJob as Job,
+  TimelineDelivery,
+  TimelineEntry,
+  TimelineEvent,
+  Verdict,
+} from "../../src/client/index.ts";
 import { label, preciseTime } from "./format.ts";
-import type { Job, TimelineDelivery, TimelineEntry, TimelineEvent, Verdict } from "./types.ts";
 import { Badge } from "./ui.tsx";
 
 const verdictText: Record<Verdict, string> = {
@@ -38,7 +44,8 @@ function eventLine(
   e: TimelineEvent,
   jobs: Map<string, Job>,
 ): { title: ComponentChildren; detail?: ComponentChildren } {
-  const d = e.data ?? {};
+  // Each event type carries its own fields; the timeline reads the ones it knows.
+  const d = (e.data ?? {}) as Record<string, unknown>;
   const step = typeof d.step_id === "string" ? d.step_id : null;
   const job = typeof d.job_id === "string" ? jobs.get(d.job_id) : undefined;
   const [scope, what = ""] = e.type.split(/\.(.+)/);

@@ -1,10 +1,10 @@
 import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
+import type { ErrorInfo } from "../../src/client/index.ts";
 import type { ApiError } from "./api.ts";
 import { hintFor } from "./error-hints.ts";
 import { ago, json, label, shortTime } from "./format.ts";
 import type { LiveState } from "./live.ts";
-import type { ErrorInfo } from "./types.ts";
 
 export function Badge({ status, children }: { status: string; children?: ComponentChildren }) {
   return <span class={`badge s-${status}`}>{children ?? label(status)}</span>;

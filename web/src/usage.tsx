@@ -1,36 +1,11 @@
 import { useEffect, useState } from "preact/hooks";
+import type { ErrorInfo, Usage as UsageJson } from "../../src/client/index.ts";
 import { Quotas } from "./admin-tenants.tsx";
 import { type ApiError, request } from "./api.ts";
 import { label } from "./format.ts";
 import { href } from "./router.ts";
 import type { TenantSession } from "./session.ts";
-import type { ErrorInfo } from "./types.ts";
 import { Empty, RequestError, When } from "./ui.tsx";
-
-interface UsageJson {
-  tenant_id: string;
-  quotas?: Record<string, unknown>;
-  tasks?: Record<string, number>;
-  jobs_running?: number;
-  tokens_used?: number;
-  /** The token budget's current period: the meter compares its usage, not the all-time count. */
-  budget?: { tokens_used: number };
-  days?: {
-    day: string;
-    tasks_submitted: number;
-    jobs_created: number;
-    jobs_failed: number;
-    tokens: number;
-  }[];
-  recent_job_failures?: {
-    job_id: string | null;
-    provider: string;
-    task_id: string;
-    step_id: string;
-    error: ErrorInfo | null;
-    at: string;
-  }[];
-}
 
 /** The signed-in tenant's usage (`GET /v1/usage`): tasks, jobs, tokens by day, quotas. */
 export function UsageView({ session }: { session: TenantSession }) {
@@ -110,8 +85,8 @@ export function UsageView({ session }: { session: TenantSession }) {
             {u.recent_job_failures.map((f) => (
               <li key={`${f.task_id}/${f.step_id}`}>
                 <When at={f.at} /> · <a href={href(`tasks/${f.task_id}`)}>{f.task_id}</a> step{" "}
-                <span class="mono">{f.step_id}</span> at {f.provider}: <code>{f.error?.code}</code>{" "}
-                {f.error?.message}
+                <span class="mono">{f.step_id}</span> at {f.provider}:{" "}
+                <code>{(f.error as ErrorInfo | null)?.code}</code> {(f.error as ErrorInfo | null)?.message}
               </li>
             ))}
           </ul>

@@ -1,0 +1,99 @@
+import { Type } from "typebox";
+import { Json, Limit, Nullable, Text, Timestamp } from "./common.ts";
+
+/** One entry of the tenant's task event log, as `GET /v1/events` streams it (the SSE `data`). */
+export const TaskEvent = Type.Object({
+  seq: Type.Integer(),
+  task_id: Type.String(),
+  type: Type.String(),
+  data: Json,
+  created_at: Timestamp,
+});
+
+export const EventsQuery = Type.Object({
+  task_id: Type.Optional(Text(255, "Only this task's events, from its first")),
+  last_event_id: Type.Optional(Type.String({ description: "Resume after this event; Last-Event-ID wins" })),
+});
+
+/** `POST /v1/signals`. */
+export const SignalBody = Type.Object({
+  name: Text(200, "Matched against waiting steps' event names"),
+  data: Type.Optional(Json),
+  id: Type.Optional(Text(255, "Makes the signal idempotent")),
+});
+
+export const SignalResult = Type.Object({
+  signal_id: Type.String(),
+  duplicate: Type.Boolean(),
+  /** How many waiting steps it ended. */
+  matched: Type.Integer(),
+});
+
+export const Verdict = Type.Enum([
+  "applied",
+  "duplicate",
+  "late",
+  "out_of_order",
+  "unmatched",
+  "invalid",
+  "received",
+]);
+
+export const InboxStatus = Type.Enum(["received", "applied", "ignored", "unmatched", "invalid"]);
+
+export const TimelineEvent = Type.Object({
+  kind: Type.Literal("event"),
+  at: Timestamp,
+  seq: Type.Integer(),
+  type: Type.String(),
+  data: Json,
+});
+
+export const TimelineDelivery = Type.Object({
+  kind: Type.Literal("delivery"),
+  at: Timestamp,
+  id: Type.String(),
+  origin: Type.Enum(["webhook", "poll"]),
+  source: Type.String(),
+  provider: Type.String(),
+  event_id: Type.String(),
+  type: Nullable(Type.String()),
+  job_id: Nullable(Type.String()),
+  status: InboxStatus,
+  verdict: Verdict,
+  signature: Nullable(Type.Literal("verified")),
+  note: Nullable(Type.String()),
+});
+
+export const TimelineEntry = Type.Union([TimelineEvent, TimelineDelivery]);
+
+export const Timeline = Type.Object({
+  task_id: Type.String(),
+  entries: Type.Array(TimelineEntry),
+  truncated: Type.Boolean(),
+});
+
+/** A delivery in the operators' inbox. */
+export const InboxEvent = Type.Object({
+  id: Type.String(),
+  source: Type.String(),
+  provider: Type.String(),
+  event_id: Type.String(),
+  type: Nullable(Type.String()),
+  job_id: Nullable(Type.String()),
+  status: InboxStatus,
+  note: Nullable(Type.String()),
+  received_at: Timestamp,
+  body: Type.String(),
+});
+
+/** A webhook recorded by `POST /hooks/:source`; `duplicate`: the same event had already come. */
+export const HookReceipt = Type.Object({ received: Type.Literal(true), duplicate: Type.Boolean() });
+
+/** `GET /v1/admin/events`. */
+export const InboxQuery = Type.Object({
+  source: Type.Optional(Type.String()),
+  status: Type.Optional(InboxStatus),
+  limit: Type.Optional(Limit),
+  cursor: Type.Optional(Type.String()),
+});

@@ -1,0 +1,81 @@
+import { Type } from "typebox";
+import { MAX_EVENT_PATTERNS } from "../core/event-filter.ts";
+import { ErrorInfo, Limit, Nullable, Timestamp } from "./common.ts";
+
+/** An event type (`task.failed`), a prefix ending in `.*` (`task.*`), or `*` for all. */
+const EventPattern = Type.String({ maxLength: 100, pattern: "^(\\*|[a-z0-9_]+(\\.[a-z0-9_]+)*(\\.\\*)?)$" });
+
+export const MAX_WEBHOOK_URL = 2048;
+
+/** `POST /v1/webhook-endpoints`. */
+export const EndpointBody = Type.Object({
+  url: Type.String({
+    minLength: 1,
+    maxLength: MAX_WEBHOOK_URL,
+    description: "An http(s) URL without credentials",
+  }),
+  events: Type.Optional(
+    Nullable(
+      Type.Array(EventPattern, {
+        minItems: 1,
+        maxItems: MAX_EVENT_PATTERNS,
+        description: "Which task events to deliver; leave it out for every event",
+      }),
+    ),
+  ),
+});
+
+/** A rotation's overlap: 0 ends the old secret at once; at most 30 days. */
+export const MAX_OVERLAP_S = 30 * 24 * 3600;
+
+export const RotateSecretBody = Type.Object({
+  expire_previous_in_s: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      maximum: MAX_OVERLAP_S,
+      description: "How long the old secret also signs, in seconds; default 86400",
+    }),
+  ),
+});
+
+export const WebhookEndpoint = Type.Object({
+  id: Type.String(),
+  url: Type.String(),
+  events: Nullable(Type.Array(Type.String())),
+  status: Type.Enum(["enabled", "disabled"]),
+  disabled_reason: Nullable(Type.String()),
+  /** Until when the secret replaced by the last rotation also signs deliveries; null: it does not. */
+  previous_secret_expires_at: Nullable(Timestamp),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+/** An endpoint just created or rotated, with its signing secret: shown this once. */
+export const WebhookEndpointWithSecret = Type.Object({
+  ...WebhookEndpoint.properties,
+  secret: Type.String(),
+});
+
+export const DeliveryState = Type.Enum(["pending", "delivered", "failed", "dead", "canceled"]);
+
+export const WebhookDelivery = Type.Object({
+  id: Type.String(),
+  endpoint_id: Type.String(),
+  event: Type.Object({ seq: Type.Integer(), type: Type.String(), task_id: Type.String() }),
+  state: DeliveryState,
+  attempts: Type.Integer(),
+  last_status: Nullable(Type.Integer()),
+  last_error: Nullable(ErrorInfo),
+  next_attempt_at: Nullable(Timestamp),
+  delivered_at: Nullable(Timestamp),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+export const DeliveriesQuery = Type.Object({
+  limit: Type.Optional(Limit),
+  state: Type.Optional(DeliveryState),
+  cursor: Type.Optional(Type.String()),
+});
+
+export const DeliveryParams = Type.Object({ id: Type.String(), delivery_id: Type.String() });

@@ -1,0 +1,121 @@
+import { Type } from "typebox";
+import { jobStatuses } from "../core/job-state.ts";
+import { stepKinds, stepStatuses } from "../core/step-state.ts";
+import { taskStatuses } from "../core/task-state.ts";
+import { ErrorInfo, Json, Limit, Nullable, Page, Text, Timestamp } from "./common.ts";
+
+export const TaskStatus = Type.Enum([...taskStatuses]);
+
+/** `POST /v1/tasks`. */
+export const SubmitBody = Type.Object({
+  type: Text(255, "The name of a registered task type"),
+  input: Type.Optional(Json),
+  client_request_id: Type.Optional(Nullable(Text(255, "Idempotency: the same id returns the same task"))),
+  user_id: Type.Optional(Nullable(Text(255))),
+  trace_id: Type.Optional(Nullable(Text(255))),
+});
+
+export const SubmitHeaders = Type.Object({
+  "idempotency-key": Type.Optional(Text(255, "Same as client_request_id; the body's wins")),
+});
+
+export const SubmitResult = Type.Object({
+  task_id: Type.String(),
+  status: TaskStatus,
+  /** False when the same `client_request_id` had already created this task. */
+  created: Type.Boolean(),
+});
+
+export const TaskListQuery = Type.Object({
+  status: Type.Optional(TaskStatus),
+  type: Type.Optional(Type.String()),
+  user_id: Type.Optional(Type.String()),
+  trace_id: Type.Optional(Type.String()),
+  limit: Type.Optional(Limit),
+  cursor: Type.Optional(Type.String()),
+});
+
+export const TaskSummary = Type.Object({
+  task_id: Type.String(),
+  type: Type.String(),
+  status: TaskStatus,
+  input: Json,
+  output: Json,
+  error: Nullable(ErrorInfo),
+  client_request_id: Nullable(Type.String()),
+  user_id: Nullable(Type.String()),
+  trace_id: Nullable(Type.String()),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+export const ApprovalLink = Type.Object({
+  approver: Nullable(Type.String()),
+  /** Takes either decision in its body; its page shows both buttons. */
+  approval_url: Type.String(),
+  approve_url: Type.String(),
+  reject_url: Type.String(),
+});
+
+export const Decision = Type.Object({
+  approver: Type.String(),
+  decision: Type.Enum(["approve", "reject"]),
+  comment: Nullable(Type.String()),
+  decided_at: Timestamp,
+});
+
+/** A step of a task; what a waiting step waits for depends on its kind. */
+export const Step = Type.Object({
+  id: Type.String(),
+  kind: Type.Enum([...stepKinds]),
+  status: Type.Enum([...stepStatuses]),
+  attempts: Type.Integer(),
+  output: Json,
+  error: Nullable(ErrorInfo),
+  provider: Type.Optional(Type.String()),
+  job_id: Type.Optional(Nullable(Type.String())),
+  callback_url: Type.Optional(Type.String()),
+  approval_url: Type.Optional(Type.String()),
+  approvals: Type.Optional(Type.Array(ApprovalLink)),
+  quorum: Type.Optional(Type.Integer()),
+  decisions: Type.Optional(Type.Array(Decision)),
+  /** What a waiting `wait_event` step matches. */
+  match: Type.Optional(Json),
+  /** A result that came after the step's deadline: kept, not applied. */
+  late_result: Type.Optional(Json),
+  deadline: Nullable(Timestamp),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+export const JobUsage = Type.Object(
+  {
+    input_tokens: Type.Optional(Type.Number()),
+    output_tokens: Type.Optional(Type.Number()),
+    total_tokens: Type.Optional(Type.Number()),
+  },
+  { additionalProperties: true },
+);
+
+export const Job = Type.Object({
+  id: Type.String(),
+  step_id: Type.String(),
+  provider: Type.String(),
+  job_id: Nullable(Type.String()),
+  status: Type.Enum([...jobStatuses]),
+  output: Json,
+  error: Nullable(ErrorInfo),
+  usage: Nullable(JobUsage),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+export const TaskDetail = Type.Object({
+  ...TaskSummary.properties,
+  steps: Type.Array(Step),
+  jobs: Type.Array(Job),
+});
+
+export const TaskPage = Page(TaskSummary);
+
+export const CancelResult = Type.Object({ task_id: Type.String(), status: TaskStatus });
