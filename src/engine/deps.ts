@@ -4,13 +4,17 @@ import type { TaskType } from "../core/task-type.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { OutboundSettings } from "../outbound/settings.ts";
 import type { Provider } from "../providers/provider.ts";
-import type { Store } from "../store/store.ts";
+import type { InboxStore, OutboundStore, QueueStore, TaskStore, WaitStore } from "../store/store.ts";
+
+/** The store roles the worker uses: no tenants, event log or meta. */
+export type EngineStore = TaskStore & InboxStore & WaitStore & QueueStore & OutboundStore;
+
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 import type { Registry } from "./registry.ts";
 
 /** What the work handlers need. Wired once in `src/app.ts`. */
 export interface EngineDeps {
-  store: Store;
+  store: EngineStore;
   clock: Clock;
   taskTypes: Registry<TaskType>;
   providers: Registry<Provider>;

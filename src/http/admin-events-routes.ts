@@ -1,5 +1,5 @@
 import { type Static, Type } from "typebox";
-import type { InboxEventRow, Store } from "../store/store.ts";
+import type { InboxEventRow, InboxStore } from "../store/store.ts";
 import { IdParams, Page } from "../wire/common.ts";
 import { InboxEvent, InboxQuery, InboxStatus } from "../wire/events.ts";
 import type { Api } from "./api.ts";
@@ -24,7 +24,7 @@ function inboxJson(e: InboxEventRow): Static<typeof InboxEvent> {
 }
 
 /** The inbox for operators: what came in, what happened to it, and replay. */
-export function adminEventsRoutes(app: Api, store: Store): void {
+export function adminEventsRoutes(app: Api, store: InboxStore): void {
   const list = operation("The inbox of deliveries (source, status)", {
     querystring: InboxQuery,
     response: { 200: Page(InboxEvent) },

@@ -2,7 +2,7 @@ import { Type } from "typebox";
 import { hashApiKey, keyHint, newApiKey } from "../core/api-keys.ts";
 import { LonghaulError } from "../core/errors.ts";
 import { validateQuotas } from "../core/quotas.ts";
-import type { Store } from "../store/store.ts";
+import type { TenantStore } from "../store/store.ts";
 import { IdParams, NoContent } from "../wire/common.ts";
 import {
   KeyParams,
@@ -20,7 +20,7 @@ import { operation } from "./openapi.ts";
 import { tenantJson, usageJson } from "./tenant-json.ts";
 
 /** Tenants for operators: create (the key is shown once), read, update quotas, rotate and revoke keys, usage. */
-export function adminTenantsRoutes(app: Api, store: Store): void {
+export function adminTenantsRoutes(app: Api, store: TenantStore): void {
   const create = operation("Create a tenant; its API key is shown once", {
     body: TenantBody,
     response: { 201: TenantWithKey },

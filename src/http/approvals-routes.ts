@@ -1,7 +1,7 @@
 import type { FastifyReply } from "fastify";
 import type { Clock } from "../core/clock.ts";
 import { LonghaulError } from "../core/errors.ts";
-import type { Store } from "../store/store.ts";
+import type { WaitStore } from "../store/store.ts";
 import type { Keyring } from "../tokens/keyring.ts";
 import { type TokenClaims, verifyToken } from "../tokens/token.ts";
 import { DecisionBody, DecisionResult, TokenParams } from "../wire/approvals.ts";
@@ -19,7 +19,7 @@ const pageHeaders = {
 };
 
 /** `GET|POST /v1/approvals/:token`: the approval page, and the decision (JSON, or the page's form). */
-export function approvalsRoutes(app: Api, d: { store: Store; keyring: Keyring; clock: Clock }): void {
+export function approvalsRoutes(app: Api, d: { store: WaitStore; keyring: Keyring; clock: Clock }): void {
   type ApprovalClaims = TokenClaims & { purpose: "approve" | "reject" | "decide" };
   const claimsOf = (token: string): ApprovalClaims => {
     const claims = verifyToken(d.keyring, token, d.clock.now());

@@ -2,7 +2,7 @@ import type { FastifyRequest } from "fastify";
 import { hashApiKey } from "../core/api-keys.ts";
 import type { Clock } from "../core/clock.ts";
 import { LonghaulError } from "../core/errors.ts";
-import type { Store, TenantRow } from "../store/store.ts";
+import type { TenantRow, TenantStore } from "../store/store.ts";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -15,7 +15,7 @@ declare module "fastify" {
  * so the hot path costs a hash and a map read, not a query; the seconds are the injected
  * clock's, so a revoked key stops working on the same clock as everything else.
  */
-export function tenantAuth(store: Store, clock: Clock, ttlMs = 5000) {
+export function tenantAuth(store: TenantStore, clock: Clock, ttlMs = 5000) {
   const cache = new Map<string, { tenant: TenantRow | null; until: number }>();
   return async (req: FastifyRequest): Promise<void> => {
     const h = req.headers.authorization;

@@ -2,7 +2,7 @@ import type { Clock } from "../core/clock.ts";
 import { LonghaulError } from "../core/errors.ts";
 import { readJson } from "../core/json-input.ts";
 import type { Source } from "../ingress/sources.ts";
-import type { Store } from "../store/store.ts";
+import type { WaitStore } from "../store/store.ts";
 import type { Keyring } from "../tokens/keyring.ts";
 import { verifyToken } from "../tokens/token.ts";
 import { CallbackResult, TokenParams } from "../wire/approvals.ts";
@@ -19,7 +19,7 @@ const MAX_BODY = 1024 * 1024;
  */
 export function callbacksRoutes(
   app: Api,
-  d: { store: Store; keyring: Keyring; clock: Clock; sources: Map<string, Source> },
+  d: { store: WaitStore; keyring: Keyring; clock: Clock; sources: Map<string, Source> },
 ): void {
   app.register(async (scope: Api) => {
     scope.removeAllContentTypeParsers();

@@ -1,7 +1,7 @@
 import type { ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { LonghaulError } from "../core/errors.ts";
-import type { Store, TaskEventRow } from "../store/store.ts";
+import type { EventLogStore, TaskEventRow } from "../store/store.ts";
 
 export interface EventStreamsOptions {
   /** How often an idle stream gets a `: ping` comment. Default 15 s. */
@@ -71,7 +71,7 @@ export class EventStreams {
   private readonly unsubscribe: () => void;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: EventLogStore,
     readonly log: Logger,
     opts: EventStreamsOptions = {},
   ) {

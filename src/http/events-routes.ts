@@ -1,5 +1,5 @@
 import { LonghaulError } from "../core/errors.ts";
-import type { Store } from "../store/store.ts";
+import type { EventLogStore, TaskStore } from "../store/store.ts";
 import { EventsQuery } from "../wire/events.ts";
 import type { Api } from "./api.ts";
 import type { EventStreams } from "./event-streams.ts";
@@ -23,7 +23,7 @@ function eventId(value: string | string[] | undefined, field: string): number | 
  * right after that event from the durable log. Without one, a stream of one task starts at
  * its first event and a stream of the whole tenant at the next event to commit.
  */
-export function eventsRoutes(app: Api, store: Store, streams: EventStreams): void {
+export function eventsRoutes(app: Api, store: EventLogStore & TaskStore, streams: EventStreams): void {
   const schema = operation("Server-Sent Events of the tenant's task log; Last-Event-ID resumes", {
     querystring: EventsQuery,
     response: {

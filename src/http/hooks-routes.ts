@@ -5,7 +5,7 @@ import { LonghaulError } from "../core/errors.ts";
 import { bodyEventId, jsonBody } from "../ingress/scheme.ts";
 import type { Source } from "../ingress/sources.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import type { Store } from "../store/store.ts";
+import type { InboxStore } from "../store/store.ts";
 import { HookReceipt } from "../wire/events.ts";
 import type { Api } from "./api.ts";
 import { operation } from "./openapi.ts";
@@ -18,7 +18,7 @@ import { operation } from "./openapi.ts";
  */
 export function hooksRoutes(
   app: Api,
-  store: Store,
+  store: InboxStore,
   sources: Map<string, Source>,
   clock: Clock,
   metrics?: Metrics,

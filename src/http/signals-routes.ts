@@ -1,10 +1,10 @@
-import type { Store } from "../store/store.ts";
+import type { WaitStore } from "../store/store.ts";
 import { SignalBody, SignalResult } from "../wire/events.ts";
 import type { Api } from "./api.ts";
 import { operation } from "./openapi.ts";
 
 /** `POST /v1/signals {name, data?, id?}`: ends every `step.waitForEvent` of this tenant that it matches. */
-export function signalsRoutes(app: Api, store: Store): void {
+export function signalsRoutes(app: Api, store: WaitStore): void {
   app.post(
     "/v1/signals",
     {

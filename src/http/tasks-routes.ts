@@ -2,7 +2,7 @@ import { LonghaulError } from "../core/errors.ts";
 import type { TaskType } from "../core/task-type.ts";
 import type { Registry } from "../engine/registry.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import type { ApprovalDecisionRow, Store } from "../store/store.ts";
+import type { ApprovalDecisionRow, TaskStore, WaitStore } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 import { IdParams } from "../wire/common.ts";
 import {
@@ -22,7 +22,7 @@ import { submitRateLimit } from "./submit-rate.ts";
 /** `/v1/tasks`: submit, read, list, cancel. Every query is scoped by the caller's tenant (ARCHITECTURE §3.6). */
 export function tasksRoutes(
   app: Api,
-  store: Store,
+  store: TaskStore & WaitStore,
   taskTypes: Registry<TaskType>,
   urls: CapabilityUrls,
   metrics?: Metrics,

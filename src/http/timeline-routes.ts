@@ -1,6 +1,13 @@
 import { LonghaulError } from "../core/errors.ts";
 import { POLL_SOURCE } from "../engine/poll.ts";
-import type { InboxEventRow, JobRow, Store, TaskEventRow } from "../store/store.ts";
+import type {
+  EventLogStore,
+  InboxEventRow,
+  InboxStore,
+  JobRow,
+  TaskEventRow,
+  TaskStore,
+} from "../store/store.ts";
 import { IdParams } from "../wire/common.ts";
 import { Timeline } from "../wire/events.ts";
 import type { Api } from "./api.ts";
@@ -94,7 +101,10 @@ function events(rows: TaskEventRow[]): TimelineEvent[] {
 }
 
 /** The inbox rows of every job of a task, oldest first, one store read per provider. */
-async function inboxOf(store: Store, jobs: JobRow[]): Promise<InboxEventRow[]> {
+async function inboxOf(
+  store: EventLogStore & InboxStore & TaskStore,
+  jobs: JobRow[],
+): Promise<InboxEventRow[]> {
   const byProvider = new Map<string, string[]>();
   for (const j of jobs) {
     if (j.externalId === null) continue;
@@ -111,7 +121,7 @@ async function inboxOf(store: Store, jobs: JobRow[]): Promise<InboxEventRow[]> {
  * before an event of the same millisecond, since applying it is what emitted the event.
  * Scoped by the caller's tenant (ARCHITECTURE §3.6).
  */
-export function timelineRoutes(app: Api, store: Store): void {
+export function timelineRoutes(app: Api, store: EventLogStore & InboxStore & TaskStore): void {
   const schema = operation("Task events and webhook deliveries of the task's jobs, by time", {
     params: IdParams,
     response: { 200: Timeline },

@@ -1,11 +1,11 @@
-import type { Store } from "../store/store.ts";
+import type { TenantStore } from "../store/store.ts";
 import { Usage, UsageQuery } from "../wire/tenants.ts";
 import type { Api } from "./api.ts";
 import { operation } from "./openapi.ts";
 import { usageJson } from "./tenant-json.ts";
 
 /** `GET /v1/usage?days=30`: the calling tenant's tasks by status, jobs, tokens by day, recent job failures. */
-export function usageRoutes(app: Api, store: Store): void {
+export function usageRoutes(app: Api, store: TenantStore): void {
   const schema = operation("The tenant's usage: tasks by status, jobs, tokens by day", {
     querystring: UsageQuery,
     response: { 200: Usage },

@@ -3,7 +3,7 @@ import { type Static, Type } from "typebox";
 import { LonghaulError } from "../core/errors.ts";
 import type { OutboundSettings } from "../outbound/settings.ts";
 import { vetTarget } from "../outbound/ssrf.ts";
-import type { Store, WebhookDeliveryRow, WebhookEndpointRow } from "../store/store.ts";
+import type { OutboundStore, WebhookDeliveryRow, WebhookEndpointRow } from "../store/store.ts";
 import { IdParams, NoContent, Page } from "../wire/common.ts";
 import {
   DeliveriesQuery,
@@ -78,7 +78,7 @@ async function checkUrl(value: string, settings: OutboundSettings): Promise<stri
  */
 export function webhookEndpointsRoutes(
   app: Api,
-  store: Store,
+  store: OutboundStore,
   settings: OutboundSettings,
   /** `limits.webhook_endpoints_per_tenant`; 0: no cap. */
   maxPerTenant = 0,

@@ -7,27 +7,8 @@ import type { StepKind, StepStatus } from "../core/step-state.ts";
 import type { TaskStatus } from "../core/task-state.ts";
 import type { WaitRequest } from "../core/wait.ts";
 
-/**
- * The one persistence interface (ARCHITECTURE §4.1). Every method is an atomic operation: it
- * commits entirely or not at all, and when its promise resolves the change is durable
- * (ARCHITECTURE §3.1). Implementations: `sqlite/` (group commit) and, later, `postgres/`. Both run
- * `test/store-contract.ts`.
- *
- * Methods that finish a claimed work item take its `Lease` and fail with LEASE_LOST when the
- * lease has passed to another worker, so a worker that stalled past its lease cannot
- * overwrite its successor's work (ARCHITECTURE §3.4).
- */
-export interface Store {
-  /** Applies pending migrations; refuses a schema newer than this code (SCHEMA_TOO_NEW). */
-  migrate(): Promise<{ from: number; to: number }>;
-  close(): Promise<void>;
-  /**
-   * For /healthz: `degraded` while the database cannot be reached (PostgreSQL restarting);
-   * `full` from a write refused for lack of disk space (STORAGE_FULL) until writes succeed again.
-   */
-  health(): Promise<"ok" | "degraded" | "full">;
-
-  // ── tenants ──
+/** Tenants, their API keys, quotas and usage. */
+export interface TenantStore {
   /** Creates a tenant with one API key (given as its hash). */
   createTenant(t: {
     id?: string;
@@ -51,8 +32,10 @@ export interface Store {
   listApiKeys(tenantId: string): Promise<ApiKeyRow[]>;
   /** Tasks by status, jobs running, daily counters for the last `days` days, recent job failures. */
   usage(tenantId: string, days: number): Promise<TenantUsage | null>;
+}
 
-  // ── tasks ──
+/** Tasks and their jobs: submit, read, cancel, and what an advance reads and records. */
+export interface TaskStore {
   /**
    * Inserts a task, its `task.created` event and its first advance, or returns the task
    * already submitted with the same `(tenant, clientRequestId)` (`created: false`).
@@ -63,8 +46,6 @@ export interface Store {
   listTasks(tenantId: string, q: TaskQuery): Promise<{ tasks: TaskRow[]; nextCursor: string | null }>;
   /** Cancels a task that has not ended; its waiting steps become canceled. TASK_NOT_FOUND, TASK_NOT_CANCELABLE. */
   cancelTask(tenantId: string, taskId: string): Promise<TaskRow>;
-
-  // ── engine ──
   /** What an advance needs: the task and its step history, or null if it is gone. */
   loadForAdvance(taskId: string): Promise<{ task: TaskRow; history: StoredStep[] } | null>;
   /**
@@ -81,16 +62,8 @@ export interface Store {
   acquireJobSlot(lease: Lease, jobId: string): Promise<"ok" | "parked" | "rejected">;
   /** Stores one `step.run` outcome. */
   storeRunOutcome(lease: Lease, taskId: string, outcome: RunOutcome): Promise<void>;
-  /**
-   * Stores a new wait step with its deadline timer, and what it needs: a job and its
-   * dispatch, reminder timers, a signal subscription (satisfied at once by a signal that
-   * came first, ARCHITECTURE §3.5). Returns the stored step.
-   */
-  registerWait(lease: Lease, taskId: string, wait: WaitRequest): Promise<StoredStep>;
-  markHandedOff(lease: Lease, taskId: string, stepId: string): Promise<void>;
   /** Records the result of one advance and completes its work item, in one transaction. */
   finishAdvance(lease: Lease, taskId: string, result: AdvanceResult): Promise<void>;
-
   getJob(jobId: string): Promise<JobRow | null>;
   /**
    * Records the provider's id for a dispatched job, completes the dispatch item, and
@@ -99,7 +72,10 @@ export interface Store {
   recordJobCreated(lease: Lease, jobId: string, externalId: string, status: JobStatus): Promise<void>;
   /** A dispatch that cannot succeed: the job and its step fail, and the task is advanced. */
   failJob(lease: Lease, jobId: string, error: ErrorInfo): Promise<void>;
+}
 
+/** The inbox of verified deliveries, each applied once, and the reconciler's polls. */
+export interface InboxStore {
   /**
    * Records a verified inbound delivery and its apply item in one transaction (ARCHITECTURE §3.1).
    * A second delivery of the same `(source, eventId)` changes nothing.
@@ -110,7 +86,6 @@ export interface Store {
   applyJobEvent(lease: Lease, inboxId: string, provider: string, event: ProviderEvent): Promise<ApplyOutcome>;
   /** Marks an inbox event that could not be parsed, and completes its item. */
   rejectInboxEvent(lease: Lease, inboxId: string, note: string): Promise<void>;
-
   /**
    * Finishes a reconciler poll of `jobId`: records the synthesized event (if the poll saw the
    * job move) exactly as ingress would, and schedules the next poll (if it has not ended).
@@ -123,13 +98,6 @@ export interface Store {
   ): Promise<void>;
   /** Deletes inbox rows received before `before` (the dedupe horizon). Returns how many. */
   pruneInbox(before: number): Promise<number>;
-  /** Deletes delivered or canceled webhook deliveries last changed before `before`; dead ones stay for replay. */
-  pruneDeliveries(before: number): Promise<number>;
-  /**
-   * Deletes signals received before `before` (the signal retention). A wait registered
-   * later no longer sees them, and their `clientId` no longer marks a resend as a duplicate.
-   */
-  pruneSignals(before: number): Promise<number>;
   /** Inbox rows, newest first, for the admin API. */
   listInbox(q: {
     source?: string | undefined;
@@ -142,7 +110,24 @@ export interface Store {
   }>;
   /** Queues an inbox event to be applied again; its effect stays exactly-once (ARCHITECTURE §3.2). EVENT_NOT_FOUND. */
   replayInboxEvent(id: string): Promise<InboxEventRow>;
+  /**
+   * The inbox rows of these jobs (the provider's job ids), oldest first: every webhook delivery
+   * and reconciler poll a task's timeline shows. A row gets its job id when it is applied, so
+   * one still waiting to be applied is not returned. The caller scopes `externalIds` to a
+   * tenant's jobs (ARCHITECTURE §3.6). Empty `externalIds`: no rows.
+   */
+  inboxForJobs(provider: string, externalIds: string[]): Promise<InboxEventRow[]>;
+}
 
+/** Waits: callbacks, approvals, signals, reminders and deadlines. */
+export interface WaitStore {
+  /**
+   * Stores a new wait step with its deadline timer, and what it needs: a job and its
+   * dispatch, reminder timers, a signal subscription (satisfied at once by a signal that
+   * came first, ARCHITECTURE §3.5). Returns the stored step.
+   */
+  registerWait(lease: Lease, taskId: string, wait: WaitRequest): Promise<StoredStep>;
+  markHandedOff(lease: Lease, taskId: string, stepId: string): Promise<void>;
   /** A step's row and its task's status, for the holder of a capability token (already verified). */
   stepForToken(
     tenantId: string,
@@ -165,6 +150,11 @@ export interface Store {
     duplicate: boolean;
     matched: number;
   }>;
+  /**
+   * Deletes signals received before `before` (the signal retention). A wait registered
+   * later no longer sees them, and their `clientId` no longer marks a resend as a duplicate.
+   */
+  pruneSignals(before: number): Promise<number>;
   /** A reminder or escalation timer of an approval: emits its task event if the step still waits. */
   fireReminder(
     lease: Lease,
@@ -172,11 +162,12 @@ export interface Store {
     stepId: string,
     type: "reminder" | "escalation",
   ): Promise<boolean>;
-
   /** At a wait's deadline: times the step out if it is still waiting, and advances the task. */
   fireTimeout(lease: Lease, taskId: string, stepId: string): Promise<boolean>;
+}
 
-  // ── queue ──
+/** The durable work queue: enqueue, claim under a lease, complete, retry, dead-letter. */
+export interface QueueStore {
   enqueue(items: NewWorkItem[]): Promise<void>;
   /** Leases up to `limit` due items, never two with the same concurrency key at once. */
   claim(owner: string, limit: number, leaseMs: number): Promise<WorkItem[]>;
@@ -198,15 +189,11 @@ export interface Store {
   deadItems(limit: number): Promise<WorkItem[]>;
   /** Calls `fn` after a commit that may have made work due; returns the unsubscribe. */
   onWork(fn: () => void): () => void;
+}
 
-  // ── log and meta ──
+/** Each tenant's append-only log of task events, and its announcements. */
+export interface EventLogStore {
   taskEvents(tenantId: string, afterSeq: number, limit: number, taskId?: string): Promise<TaskEventRow[]>;
-  /** A small key-value table for deployment settings (generated secrets, token keys). */
-  getMeta(key: string): Promise<string | null>;
-  /** Sets `key` unless it is set already; returns the value that is now stored. */
-  putMetaIfAbsent(key: string, value: string): Promise<string>;
-
-  // ── realtime ──
   /**
    * Calls `fn` once per appended task event, after the commit that made it durable, never
    * before; returns the unsubscribe. Feeds the SSE streams (ARCHITECTURE §4.7).
@@ -214,8 +201,10 @@ export interface Store {
   onTaskEvents(fn: (tenantId: string, seq: number) => void): () => void;
   /** The seq of the tenant's newest task event, 0 if none: where a stream without Last-Event-ID starts. */
   lastTaskEventSeq(tenantId: string): Promise<number>;
+}
 
-  // ── outbound ──
+/** Webhook endpoints of tenants and the deliveries of their events. */
+export interface OutboundStore {
   /** Stores a tenant's endpoint with its signing secret. Task events appended later fan out to it. */
   createWebhookEndpoint(e: NewWebhookEndpoint): Promise<WebhookEndpointRow>;
   listWebhookEndpoints(tenantId: string): Promise<WebhookEndpointRow[]>;
@@ -248,12 +237,6 @@ export interface Store {
     secret: string,
     previousOverlapMs: number | null,
   ): Promise<WebhookEndpointRow | null>;
-  /**
-   * Rewrites every stored secret (endpoint secrets, and the meta values under `metaKeys`) as
-   * `reseal` maps it, each only if unchanged since it was read; returns how many changed.
-   * Run at start so values follow the current encryption key (see src/secrets/).
-   */
-  resealSecrets(reseal: (stored: string) => string, metaKeys: readonly string[]): Promise<number>;
   /** What one attempt needs: the delivery, its endpoint with the secret, its task event; null if gone. */
   deliveryForAttempt(deliveryId: string): Promise<DeliveryAttemptInput | null>;
   /**
@@ -261,16 +244,51 @@ export interface Store {
    * completes it; `gone` also disables the endpoint and cancels its pending deliveries.
    */
   recordDeliveryAttempt(lease: Lease, deliveryId: string, result: DeliveryAttemptResult): Promise<void>;
-
-  // ── dashboard ──
-  /**
-   * The inbox rows of these jobs (the provider's job ids), oldest first: every webhook delivery
-   * and reconciler poll a task's timeline shows. A row gets its job id when it is applied, so
-   * one still waiting to be applied is not returned. The caller scopes `externalIds` to a
-   * tenant's jobs (ARCHITECTURE §3.6). Empty `externalIds`: no rows.
-   */
-  inboxForJobs(provider: string, externalIds: string[]): Promise<InboxEventRow[]>;
+  /** Deletes delivered or canceled webhook deliveries last changed before `before`; dead ones stay for replay. */
+  pruneDeliveries(before: number): Promise<number>;
 }
+
+/** Deployment-wide values (generated token keys, secrets to reseal) and the schema. */
+export interface MetaStore {
+  /** A small key-value table for deployment settings (generated secrets, token keys). */
+  getMeta(key: string): Promise<string | null>;
+  /** Sets `key` unless it is set already; returns the value that is now stored. */
+  putMetaIfAbsent(key: string, value: string): Promise<string>;
+  /**
+   * Rewrites every stored secret (endpoint secrets, and the meta values under `metaKeys`) as
+   * `reseal` maps it, each only if unchanged since it was read; returns how many changed.
+   * Run at start so values follow the current encryption key (see src/secrets/).
+   */
+  resealSecrets(reseal: (stored: string) => string, metaKeys: readonly string[]): Promise<number>;
+  /** Applies pending migrations; refuses a schema newer than this code (SCHEMA_TOO_NEW). */
+  migrate(): Promise<{ from: number; to: number }>;
+  close(): Promise<void>;
+  /**
+   * For /healthz: `degraded` while the database cannot be reached (PostgreSQL restarting);
+   * `full` from a write refused for lack of disk space (STORAGE_FULL) until writes succeed again.
+   */
+  health(): Promise<"ok" | "degraded" | "full">;
+}
+
+/**
+ * The one persistence interface (ARCHITECTURE §4.1). Every method is an atomic operation: it
+ * commits entirely or not at all, and when its promise resolves the change is durable
+ * (ARCHITECTURE §3.1). Implementations: `sqlite/` (group commit) and `postgres/`. Both run
+ * `test/store-contract.ts`.
+ *
+ * Methods that finish a claimed work item take its `Lease` and fail with LEASE_LOST when the
+ * lease has passed to another worker, so a worker that stalled past its lease cannot
+ * overwrite its successor's work (ARCHITECTURE §3.4).
+ */
+export interface Store
+  extends TenantStore,
+    TaskStore,
+    InboxStore,
+    WaitStore,
+    QueueStore,
+    EventLogStore,
+    OutboundStore,
+    MetaStore {}
 
 export interface Lease {
   itemId: string;
