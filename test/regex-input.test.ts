@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { toMs } from "../src/core/duration.ts";
-import { eventFilterProblem } from "../src/core/event-filter.ts";
+import { EVENT_PATTERN } from "../src/core/event-filter.ts";
 import { readJson } from "../src/core/json-input.ts";
 import { validateGraph } from "../src/graph/graph-spec.ts";
 import { parseTemplate, parseWhen, resolveTemplate } from "../src/graph/template.ts";
@@ -87,7 +87,7 @@ describe("regular expressions on request input stay linear", () => {
   });
 
   test("event filters of webhook endpoints", () => {
-    fast("a long dotted pattern", () => eventFilterProblem([`${"a.".repeat(MB / 2)}!`]));
+    fast("a long dotted pattern", () => EVENT_PATTERN.test(`${"a.".repeat(MB / 2)}!`));
   });
 
   test("signed timestamps", () => {

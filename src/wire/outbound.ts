@@ -1,9 +1,9 @@
 import { Type } from "typebox";
-import { MAX_EVENT_PATTERNS } from "../core/event-filter.ts";
+import { EVENT_PATTERN, MAX_EVENT_PATTERNS } from "../core/event-filter.ts";
 import { ErrorInfo, Limit, Nullable, Timestamp } from "./common.ts";
 
 /** An event type (`task.failed`), a prefix ending in `.*` (`task.*`), or `*` for all. */
-const EventPattern = Type.String({ maxLength: 100, pattern: "^(\\*|[a-z0-9_]+(\\.[a-z0-9_]+)*(\\.\\*)?)$" });
+const EventPattern = Type.String({ maxLength: 100, pattern: EVENT_PATTERN.source });
 
 export const MAX_WEBHOOK_URL = 2048;
 
