@@ -7,6 +7,7 @@ import { isTerminalTask } from "../../core/task-state.ts";
 import { admitTokens } from "../budget.ts";
 import { jobEndCounts, jobEventEffect } from "../job-rules.ts";
 import { json } from "../json.ts";
+import { lockTask, setTaskStatus, taskRow } from "../ops/task-ops.ts";
 import { countUsage, lockSlots, slotsInUse, tenant, wakeParked } from "../ops/tenant-ops.ts";
 import { type InboxDbRow, type JobDbRow, type StepDbRow, toInbox, toJob, toStep } from "../rows.ts";
 import type {
@@ -23,7 +24,6 @@ import { advanceItem, applyItem, PARK_MS, pollItem } from "../work-items.ts";
 import { advisoryLock, type Ctx } from "./db.ts";
 import { emit } from "./event-log.ts";
 import { assertLease, enqueue, park, removeItem } from "./queue-ops.ts";
-import { lockTask, setTaskStatus, taskRow } from "./task-ops.ts";
 import { txOf } from "./tx.ts";
 import { endWait } from "./wait-ops.ts";
 
@@ -31,7 +31,7 @@ export async function loadForAdvance(
   c: Ctx,
   taskId: string,
 ): Promise<{ task: TaskRow; history: StoredStep[] } | null> {
-  const task = await taskRow(c, taskId);
+  const task = await taskRow(txOf(c), taskId);
   if (!task) return null;
   const steps = await c.sql.all<StepDbRow>("SELECT * FROM steps WHERE task_id = $1 ORDER BY position", [
     taskId,
@@ -45,7 +45,7 @@ export async function beginAdvance(
   taskId: string,
 ): Promise<"started" | "ended" | "parked"> {
   await assertLease(c, lease);
-  const task = await lockTask(c, taskId);
+  const task = await lockTask(txOf(c), taskId);
   if (!task || isTerminalTask(task.status)) {
     await removeItem(c, lease);
     return "ended";
@@ -55,7 +55,7 @@ export async function beginAdvance(
     await park(c, lease, c.clock.now() + PARK_MS);
     return "parked";
   }
-  if (task.status !== "running") await setTaskStatus(c, task, "running");
+  if (task.status !== "running") await setTaskStatus(txOf(c), task, "running");
   return "started";
 }
 
@@ -111,7 +111,7 @@ export async function acquireJobSlot(
 
 export async function storeRunOutcome(c: Ctx, lease: Lease, taskId: string, o: RunOutcome): Promise<void> {
   await assertLease(c, lease);
-  const task = (await lockTask(c, taskId))!;
+  const task = (await lockTask(txOf(c), taskId))!;
   const now = c.clock.now();
   // The primary key (task_id, step_id) and the status guard keep a stored outcome final.
   const changed = await c.sql.run(
@@ -138,20 +138,20 @@ export async function storeRunOutcome(c: Ctx, lease: Lease, taskId: string, o: R
 
 export async function finishAdvance(c: Ctx, lease: Lease, taskId: string, r: AdvanceResult): Promise<void> {
   await assertLease(c, lease);
-  const task = await lockTask(c, taskId);
+  const task = await lockTask(txOf(c), taskId);
   await removeItem(c, lease);
   if (!task || isTerminalTask(task.status)) return;
   switch (r.kind) {
     case "succeeded":
-      return setTaskStatus(c, task, "succeeded", { output: r.output });
+      return setTaskStatus(txOf(c), task, "succeeded", { output: r.output });
     case "failed":
-      return setTaskStatus(c, task, "failed", { error: r.error });
+      return setTaskStatus(txOf(c), task, "failed", { error: r.error });
     case "retry":
       return enqueue(c, [advanceItem(task.tenantId, taskId, r.runAt)]);
     case "timed_out":
-      return setTaskStatus(c, task, "timed_out", { error: r.error });
+      return setTaskStatus(txOf(c), task, "timed_out", { error: r.error });
     case "suspended":
-      return setTaskStatus(c, task, "waiting");
+      return setTaskStatus(txOf(c), task, "waiting");
   }
 }
 
@@ -256,7 +256,7 @@ async function endJobStep(
 /** Locks the task of a job, then reads the job afresh (see `lockTask` for the order). */
 async function lockJobAndTask(c: Ctx, taskId: string, jobId: string) {
   // A job's task always exists: jobs.task_id references tasks, and tasks are never deleted.
-  const task = (await lockTask(c, taskId))!;
+  const task = (await lockTask(txOf(c), taskId))!;
   const job = (await jobRow(c, jobId, true))!;
   return { task, job };
 }

@@ -9,6 +9,7 @@ import type { Quotas } from "../../core/quotas.ts";
 import type { RunOutcome } from "../../core/replay.ts";
 import type { WaitRequest } from "../../core/wait.ts";
 import * as outbound from "../ops/outbound-ops.ts";
+import * as tasks from "../ops/task-ops.ts";
 import * as tenants from "../ops/tenant-ops.ts";
 import type {
   AdvanceResult,
@@ -27,13 +28,12 @@ import type {
 } from "../store.ts";
 import { claim } from "./claim.ts";
 import * as engine from "./engine-ops.ts";
-import { lastTaskEventSeq, latestSeqs, taskEvents } from "./event-log.ts";
+import { lastTaskEventSeq, latestSeqs } from "./event-log.ts";
 import * as meta from "./meta-ops.ts";
 import { migrate } from "./migrate.ts";
 import { Notifier } from "./notifier.ts";
 import { createPool, parseTarget } from "./pool.ts";
 import * as queue from "./queue-ops.ts";
-import * as tasks from "./task-ops.ts";
 import { Transactions } from "./transactions.ts";
 import { txOf } from "./tx.ts";
 import * as waits from "./wait-ops.ts";
@@ -194,16 +194,16 @@ export class PostgresStore implements Store {
   }
 
   submitTask(t: NewTask) {
-    return this.tx.write((c) => tasks.submitTask(c, t));
+    return this.tx.write((c) => tasks.submitTask(txOf(c), t));
   }
   getTask(tenantId: string, taskId: string) {
-    return this.tx.snapshot((c) => tasks.getTask(c, tenantId, taskId));
+    return this.tx.snapshot((c) => tasks.getTask(txOf(c), tenantId, taskId));
   }
   listTasks(tenantId: string, q: TaskQuery) {
-    return this.tx.read((c) => tasks.listTasks(c, tenantId, q));
+    return this.tx.read((c) => tasks.listTasks(txOf(c), tenantId, q));
   }
   cancelTask(tenantId: string, taskId: string) {
-    return this.tx.write((c) => tasks.cancelTask(c, tenantId, taskId));
+    return this.tx.write((c) => tasks.cancelTask(txOf(c), tenantId, taskId));
   }
 
   loadForAdvance(taskId: string) {
@@ -324,7 +324,7 @@ export class PostgresStore implements Store {
   }
 
   taskEvents(tenantId: string, afterSeq: number, limit: number, taskId?: string) {
-    return this.tx.read((c) => taskEvents(c, tenantId, afterSeq, limit, taskId));
+    return this.tx.read((c) => tasks.taskEvents(txOf(c), tenantId, afterSeq, limit, taskId));
   }
   getMeta(key: string) {
     return this.tx.read((c) => meta.getMeta(c, key));

@@ -4,6 +4,7 @@ import type { StoredStep } from "../../core/replay.ts";
 import { isTerminalTask } from "../../core/task-state.ts";
 import { type EventMatch, signalMatches, type WaitRequest } from "../../core/wait.ts";
 import { json, parseJson } from "../json.ts";
+import { lockTask, taskRow } from "../ops/task-ops.ts";
 import { wakeParked } from "../ops/tenant-ops.ts";
 import {
   type ApprovalDecisionDbRow,
@@ -39,7 +40,6 @@ import { advanceItem, cancelJobItem, dispatchItem, timerKeys } from "../work-ite
 import { advisoryLock, type Ctx } from "./db.ts";
 import { emit } from "./event-log.ts";
 import { assertLease, enqueue, removeItem } from "./queue-ops.ts";
-import { lockTask, taskRow } from "./task-ops.ts";
 import { txOf } from "./tx.ts";
 
 async function stepRow(c: Ctx, taskId: string, stepId: string): Promise<StepRow | null> {
@@ -66,10 +66,10 @@ export async function registerWait(
 ): Promise<StoredStep> {
   await assertLease(c, lease);
   if (w.kind === "wait_event") {
-    const known = (await taskRow(c, taskId))!;
+    const known = (await taskRow(txOf(c), taskId))!;
     await signalLock(c, known.tenantId, w.match.event);
   }
-  const task = (await lockTask(c, taskId))!;
+  const task = (await lockTask(txOf(c), taskId))!;
   const now = c.clock.now();
   const items: NewWorkItem[] = [];
   let jobId: string | null = null;
@@ -178,7 +178,7 @@ export async function stepForToken(
   taskId: string,
   stepId: string,
 ): Promise<{ task: TaskRow; step: StepRow } | null> {
-  const task = await taskRow(c, taskId);
+  const task = await taskRow(txOf(c), taskId);
   if (!task || task.tenantId !== tenantId) return null;
   const step = await stepRow(c, taskId, stepId);
   return step ? { task, step } : null;
@@ -186,7 +186,7 @@ export async function stepForToken(
 
 /** `stepForToken` with the task locked, for the answer that may end the step. */
 async function lockedStepForToken(c: Ctx, tenantId: string, taskId: string, stepId: string) {
-  const task = await lockTask(c, taskId);
+  const task = await lockTask(txOf(c), taskId);
   if (!task || task.tenantId !== tenantId) return null;
   const step = await stepRow(c, taskId, stepId);
   return step ? { task, step } : null;
@@ -313,7 +313,7 @@ export async function recordSignal(
   );
   for (const w of waits) {
     if (!signalMatches(parseJson<EventMatch>(w.match), s.name, s.data)) continue;
-    const task = await lockTask(c, w.task_id);
+    const task = await lockTask(txOf(c), w.task_id);
     if (task && (await endWait(c, task, w.step_id, "succeeded", { output: signalOutput(row) }))) matched++;
   }
   return { id: row.id, duplicate: false, matched };
@@ -328,7 +328,7 @@ export async function fireReminder(
 ): Promise<boolean> {
   await assertLease(c, lease);
   await removeItem(c, lease);
-  const task = await lockTask(c, taskId);
+  const task = await lockTask(txOf(c), taskId);
   const step = await stepRow(c, taskId, stepId);
   if (!task || !step || step.status !== "waiting" || isTerminalTask(task.status)) return false;
   const event = reminderEvent(step, type);
@@ -340,7 +340,7 @@ export async function fireReminder(
 export async function fireTimeout(c: Ctx, lease: Lease, taskId: string, stepId: string): Promise<boolean> {
   await assertLease(c, lease);
   await removeItem(c, lease);
-  const task = await lockTask(c, taskId);
+  const task = await lockTask(txOf(c), taskId);
   const step = await stepRow(c, taskId, stepId);
   if (!task || !step || step.status !== "waiting") return false;
   if (step.kind === "job" && step.jobId !== null) await timeOutJob(c, task, step.jobId);

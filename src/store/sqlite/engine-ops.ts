@@ -19,8 +19,9 @@ import type {
 } from "../store.ts";
 import { advanceItem, applyItem, PARK_MS, pollItem } from "../work-items.ts";
 import type { Ctx } from "./db.ts";
+import { emit } from "./event-log.ts";
 import { assertLease, complete, enqueue, park } from "./queue-ops.ts";
-import { emit, setTaskStatus, taskRow } from "./task-ops.ts";
+import { setTaskStatus, taskRow } from "./task-sync.ts";
 import { countUsage, slotsInUse, tenant, wakeParked } from "./tenant-sync.ts";
 import { endWait } from "./wait-ops.ts";
 

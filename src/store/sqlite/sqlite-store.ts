@@ -11,6 +11,7 @@ import type { Quotas } from "../../core/quotas.ts";
 import type { RunOutcome } from "../../core/replay.ts";
 import type { WaitRequest } from "../../core/wait.ts";
 import * as outbound from "../ops/outbound-ops.ts";
+import * as tasks from "../ops/task-ops.ts";
 import * as tenants from "../ops/tenant-ops.ts";
 import { type InboxDbRow, toInbox } from "../rows.ts";
 import type { Tx } from "../sql/tx.ts";
@@ -34,7 +35,6 @@ import * as engine from "./engine-ops.ts";
 import { GroupCommit } from "./group-commit.ts";
 import { migrate } from "./migrate.ts";
 import * as queue from "./queue-ops.ts";
-import * as tasks from "./task-ops.ts";
 import { sqliteTx } from "./tx.ts";
 import * as waits from "./wait-ops.ts";
 
@@ -202,16 +202,16 @@ export class SqliteStore implements Store {
   }
 
   submitTask(t: NewTask) {
-    return this.write((c) => tasks.submitTask(c, t), "work");
+    return this.writeTx((tx) => tasks.submitTask(tx, t), "work");
   }
   async getTask(tenantId: string, taskId: string) {
-    return this.read((c) => tasks.getTask(c, tenantId, taskId));
+    return this.read(() => tasks.getTask(this.t, tenantId, taskId));
   }
   async listTasks(tenantId: string, q: TaskQuery) {
-    return this.read((c) => tasks.listTasks(c, tenantId, q));
+    return this.read(() => tasks.listTasks(this.t, tenantId, q));
   }
   cancelTask(tenantId: string, taskId: string) {
-    return this.write((c) => tasks.cancelTask(c, tenantId, taskId), "work");
+    return this.writeTx((tx) => tasks.cancelTask(tx, tenantId, taskId), "work");
   }
 
   async loadForAdvance(taskId: string) {
@@ -330,7 +330,7 @@ export class SqliteStore implements Store {
   }
 
   async taskEvents(tenantId: string, afterSeq: number, limit: number, taskId?: string) {
-    return this.read((c) => tasks.taskEvents(c, tenantId, afterSeq, limit, taskId));
+    return this.read(() => tasks.taskEvents(this.t, tenantId, afterSeq, limit, taskId));
   }
   async getMeta(key: string) {
     return this.read(

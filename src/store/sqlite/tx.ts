@@ -1,7 +1,7 @@
 import { sqliteDialect, type Tx } from "../sql/tx.ts";
 import type { Ctx } from "./db.ts";
+import { emit } from "./event-log.ts";
 import { complete, enqueue, fail } from "./queue-ops.ts";
-import { emit } from "./task-ops.ts";
 
 /**
  * The shared operations' view of SQLite's connection. Every call runs synchronously and

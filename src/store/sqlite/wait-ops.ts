@@ -35,8 +35,9 @@ import {
 } from "../wait-rules.ts";
 import { advanceItem, cancelJobItem, dispatchItem, timerKeys } from "../work-items.ts";
 import type { Ctx } from "./db.ts";
+import { emit } from "./event-log.ts";
 import { assertLease, complete, enqueue } from "./queue-ops.ts";
-import { emit, taskRow } from "./task-ops.ts";
+import { taskRow } from "./task-sync.ts";
 import { wakeParked } from "./tenant-sync.ts";
 
 function stepRow(c: Ctx, taskId: string, stepId: string): StepRow | null {
