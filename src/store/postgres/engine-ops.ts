@@ -9,6 +9,7 @@ import { jobEndCounts, jobEventEffect } from "../job-rules.ts";
 import { json } from "../json.ts";
 import { lockTask, setTaskStatus, taskRow } from "../ops/task-ops.ts";
 import { countUsage, lockSlots, slotsInUse, tenant, wakeParked } from "../ops/tenant-ops.ts";
+import { endWait } from "../ops/wait-ops.ts";
 import { type InboxDbRow, type JobDbRow, type StepDbRow, toInbox, toJob, toStep } from "../rows.ts";
 import type {
   AdvanceResult,
@@ -25,7 +26,6 @@ import { advisoryLock, type Ctx } from "./db.ts";
 import { emit } from "./event-log.ts";
 import { assertLease, enqueue, park, removeItem } from "./queue-ops.ts";
 import { txOf } from "./tx.ts";
-import { endWait } from "./wait-ops.ts";
 
 export async function loadForAdvance(
   c: Ctx,
@@ -247,7 +247,7 @@ async function endJobStep(
   await c.sql.run("DELETE FROM work_items WHERE dedupe_key = $1 AND status = 'pending'", [`poll:${j.id}`]);
   await countUsage(txOf(c), j.tenant_id, jobEndCounts(jobStatus, fields.usage));
   await wakeParked(txOf(c), j.tenant_id);
-  await endWait(c, task, j.step_id, stepStatus, {
+  await endWait(txOf(c), task, j.step_id, stepStatus, {
     ...(stepStatus === "succeeded" ? { output: fields.output } : {}),
     ...(fields.error ? { error: fields.error } : {}),
   });

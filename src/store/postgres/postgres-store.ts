@@ -11,6 +11,7 @@ import type { WaitRequest } from "../../core/wait.ts";
 import * as outbound from "../ops/outbound-ops.ts";
 import * as tasks from "../ops/task-ops.ts";
 import * as tenants from "../ops/tenant-ops.ts";
+import * as waits from "../ops/wait-ops.ts";
 import type {
   AdvanceResult,
   ApprovalDecisionInput,
@@ -36,7 +37,6 @@ import { createPool, parseTarget } from "./pool.ts";
 import * as queue from "./queue-ops.ts";
 import { Transactions } from "./transactions.ts";
 import { txOf } from "./tx.ts";
-import * as waits from "./wait-ops.ts";
 
 export interface PostgresStoreOptions {
   /** `postgres://…`; `?schema=` picks the schema (default `public`). */
@@ -267,31 +267,31 @@ export class PostgresStore implements Store {
   }
 
   fireTimeout(lease: Lease, taskId: string, stepId: string) {
-    return this.tx.write((c) => waits.fireTimeout(c, lease, taskId, stepId));
+    return this.tx.write((c) => waits.fireTimeout(txOf(c), lease, taskId, stepId));
   }
   registerWait(lease: Lease, taskId: string, wait: WaitRequest) {
-    return this.tx.write((c) => waits.registerWait(c, lease, taskId, wait));
+    return this.tx.write((c) => waits.registerWait(txOf(c), lease, taskId, wait));
   }
   markHandedOff(lease: Lease, taskId: string, stepId: string) {
-    return this.tx.write((c) => waits.markHandedOff(c, lease, taskId, stepId));
+    return this.tx.write((c) => waits.markHandedOff(txOf(c), lease, taskId, stepId));
   }
   stepForToken(tenantId: string, taskId: string, stepId: string) {
-    return this.tx.snapshot((c) => waits.stepForToken(c, tenantId, taskId, stepId));
+    return this.tx.snapshot((c) => waits.stepForToken(txOf(c), tenantId, taskId, stepId));
   }
   completeCallback(d: CallbackDelivery) {
-    return this.tx.write((c) => waits.completeCallback(c, d));
+    return this.tx.write((c) => waits.completeCallback(txOf(c), d));
   }
   decideApproval(d: ApprovalDecisionInput) {
-    return this.tx.write((c) => waits.decideApproval(c, d));
+    return this.tx.write((c) => waits.decideApproval(txOf(c), d));
   }
   approvalDecisions(taskId: string, stepId: string) {
-    return this.tx.read((c) => waits.approvalDecisions(c, taskId, stepId));
+    return this.tx.read((c) => waits.approvalDecisions(txOf(c), taskId, stepId));
   }
   recordSignal(s: { tenantId: string; name: string; data: unknown; clientId: string | null }) {
-    return this.tx.write((c) => waits.recordSignal(c, s));
+    return this.tx.write((c) => waits.recordSignal(txOf(c), s));
   }
   fireReminder(lease: Lease, taskId: string, stepId: string, type: "reminder" | "escalation") {
-    return this.tx.write((c) => waits.fireReminder(c, lease, taskId, stepId, type));
+    return this.tx.write((c) => waits.fireReminder(txOf(c), lease, taskId, stepId, type));
   }
 
   enqueue(items: NewWorkItem[]) {

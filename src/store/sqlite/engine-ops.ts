@@ -23,7 +23,7 @@ import { emit } from "./event-log.ts";
 import { assertLease, complete, enqueue, park } from "./queue-ops.ts";
 import { setTaskStatus, taskRow } from "./task-sync.ts";
 import { countUsage, slotsInUse, tenant, wakeParked } from "./tenant-sync.ts";
-import { endWait } from "./wait-ops.ts";
+import { endWait } from "./wait-sync.ts";
 
 export function loadForAdvance(c: Ctx, taskId: string): { task: TaskRow; history: StoredStep[] } | null {
   const task = taskRow(c, taskId);

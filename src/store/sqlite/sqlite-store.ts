@@ -13,6 +13,7 @@ import type { WaitRequest } from "../../core/wait.ts";
 import * as outbound from "../ops/outbound-ops.ts";
 import * as tasks from "../ops/task-ops.ts";
 import * as tenants from "../ops/tenant-ops.ts";
+import * as waits from "../ops/wait-ops.ts";
 import { type InboxDbRow, toInbox } from "../rows.ts";
 import type { Tx } from "../sql/tx.ts";
 import type {
@@ -36,7 +37,6 @@ import { GroupCommit } from "./group-commit.ts";
 import { migrate } from "./migrate.ts";
 import * as queue from "./queue-ops.ts";
 import { sqliteTx } from "./tx.ts";
-import * as waits from "./wait-ops.ts";
 
 export interface SqliteStoreOptions {
   /** A file path, or `:memory:` for throwaway tests. */
@@ -274,31 +274,31 @@ export class SqliteStore implements Store {
     return this.write((c) => engine.replayInboxEvent(c, id), "work");
   }
   fireTimeout(lease: Lease, taskId: string, stepId: string) {
-    return this.write((c) => waits.fireTimeout(c, lease, taskId, stepId), "work");
+    return this.writeTx((tx) => waits.fireTimeout(tx, lease, taskId, stepId), "work");
   }
   registerWait(lease: Lease, taskId: string, wait: WaitRequest) {
-    return this.write((c) => waits.registerWait(c, lease, taskId, wait), "work");
+    return this.writeTx((tx) => waits.registerWait(tx, lease, taskId, wait), "work");
   }
   markHandedOff(lease: Lease, taskId: string, stepId: string) {
-    return this.write((c) => waits.markHandedOff(c, lease, taskId, stepId));
+    return this.writeTx((tx) => waits.markHandedOff(tx, lease, taskId, stepId));
   }
   async stepForToken(tenantId: string, taskId: string, stepId: string) {
-    return this.read((c) => waits.stepForToken(c, tenantId, taskId, stepId));
+    return this.read(() => waits.stepForToken(this.t, tenantId, taskId, stepId));
   }
   completeCallback(d: CallbackDelivery) {
-    return this.write((c) => waits.completeCallback(c, d), "work");
+    return this.writeTx((tx) => waits.completeCallback(tx, d), "work");
   }
   decideApproval(d: ApprovalDecisionInput) {
-    return this.write((c) => waits.decideApproval(c, d), "work");
+    return this.writeTx((tx) => waits.decideApproval(tx, d), "work");
   }
   async approvalDecisions(taskId: string, stepId: string) {
-    return this.read((c) => waits.approvalDecisions(c, taskId, stepId));
+    return this.read(() => waits.approvalDecisions(this.t, taskId, stepId));
   }
   recordSignal(s: { tenantId: string; name: string; data: unknown; clientId: string | null }) {
-    return this.write((c) => waits.recordSignal(c, s), "work");
+    return this.writeTx((tx) => waits.recordSignal(tx, s), "work");
   }
   fireReminder(lease: Lease, taskId: string, stepId: string, type: "reminder" | "escalation") {
-    return this.write((c) => waits.fireReminder(c, lease, taskId, stepId, type));
+    return this.writeTx((tx) => waits.fireReminder(tx, lease, taskId, stepId, type));
   }
 
   enqueue(items: NewWorkItem[]) {

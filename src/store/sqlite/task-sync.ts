@@ -8,7 +8,7 @@ import { emit } from "./event-log.ts";
 
 /*
  * Synchronous forms of the shared task operations (ops/task-ops.ts), for the SQLite
- * operations that are not yet written against a Tx (engine, waits). They run the same SQL
+ * operations that are not yet written against a Tx (engine). They run the same SQL
  * texts; they go once those operations are shared.
  */
 

@@ -7,7 +7,7 @@ import type { Ctx } from "./db.ts";
 
 /*
  * Synchronous forms of the shared tenant operations (ops/tenant-ops.ts), for the SQLite
- * operations that are not yet written against a Tx (engine, waits). They run the same
+ * operations that are not yet written against a Tx (engine). They run the same
  * SQL texts; they go once those operations are shared.
  */
 
