@@ -8,6 +8,7 @@ import type { ProviderEvent } from "../../core/provider-event.ts";
 import type { Quotas } from "../../core/quotas.ts";
 import type { RunOutcome } from "../../core/replay.ts";
 import type { WaitRequest } from "../../core/wait.ts";
+import * as inbox from "../ops/inbox-ops.ts";
 import * as outbound from "../ops/outbound-ops.ts";
 import * as tasks from "../ops/task-ops.ts";
 import * as tenants from "../ops/tenant-ops.ts";
@@ -231,10 +232,10 @@ export class PostgresStore implements Store {
     return this.tx.write((c) => engine.failJob(c, lease, jobId, error));
   }
   recordEvent(e: NewInboxEvent) {
-    return this.tx.write((c) => engine.recordEvent(c, e));
+    return this.tx.write((c) => inbox.recordEvent(txOf(c), e));
   }
   getInboxEvent(id: string) {
-    return this.tx.read((c) => engine.getInboxEvent(c, id));
+    return this.tx.read((c) => inbox.getInboxEvent(txOf(c), id));
   }
   applyJobEvent(lease: Lease, inboxId: string, provider: string, event: ProviderEvent) {
     return this.tx.write((c) => engine.applyJobEvent(c, lease, inboxId, provider, event));
@@ -251,19 +252,19 @@ export class PostgresStore implements Store {
     return this.tx.write((c) => engine.recordPoll(c, lease, jobId, event, next));
   }
   pruneDeliveries(before: number) {
-    return this.tx.write((c) => engine.pruneDeliveries(c, before));
+    return this.tx.write((c) => inbox.pruneDeliveries(txOf(c), before));
   }
   pruneSignals(before: number) {
-    return this.tx.write((c) => engine.pruneSignals(c, before));
+    return this.tx.write((c) => inbox.pruneSignals(txOf(c), before));
   }
   pruneInbox(before: number) {
-    return this.tx.write((c) => engine.pruneInbox(c, before));
+    return this.tx.write((c) => inbox.pruneInbox(txOf(c), before));
   }
   listInbox(q: { source?: string; status?: InboxStatus; limit: number; cursor?: string }) {
-    return this.tx.read((c) => engine.listInbox(c, q));
+    return this.tx.read((c) => inbox.listInbox(txOf(c), q));
   }
   replayInboxEvent(id: string) {
-    return this.tx.write((c) => engine.replayInboxEvent(c, id));
+    return this.tx.write((c) => inbox.replayInboxEvent(txOf(c), id));
   }
 
   fireTimeout(lease: Lease, taskId: string, stepId: string) {

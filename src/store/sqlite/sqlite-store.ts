@@ -10,6 +10,7 @@ import type { ProviderEvent } from "../../core/provider-event.ts";
 import type { Quotas } from "../../core/quotas.ts";
 import type { RunOutcome } from "../../core/replay.ts";
 import type { WaitRequest } from "../../core/wait.ts";
+import * as inbox from "../ops/inbox-ops.ts";
 import * as outbound from "../ops/outbound-ops.ts";
 import * as tasks from "../ops/task-ops.ts";
 import * as tenants from "../ops/tenant-ops.ts";
@@ -239,10 +240,10 @@ export class SqliteStore implements Store {
     return this.write((c) => engine.failJob(c, lease, jobId, error), "work");
   }
   recordEvent(e: NewInboxEvent) {
-    return this.write((c) => engine.recordEvent(c, e), "work");
+    return this.writeTx((tx) => inbox.recordEvent(tx, e), "work");
   }
   async getInboxEvent(id: string) {
-    return this.read((c) => engine.getInboxEvent(c, id));
+    return this.read(() => inbox.getInboxEvent(this.t, id));
   }
   applyJobEvent(lease: Lease, inboxId: string, provider: string, event: ProviderEvent) {
     return this.write((c) => engine.applyJobEvent(c, lease, inboxId, provider, event), "work");
@@ -259,19 +260,19 @@ export class SqliteStore implements Store {
     return this.write((c) => engine.recordPoll(c, lease, jobId, event, next), "work");
   }
   pruneDeliveries(before: number) {
-    return this.write((c) => engine.pruneDeliveries(c, before));
+    return this.writeTx((tx) => inbox.pruneDeliveries(tx, before));
   }
   pruneSignals(before: number) {
-    return this.write((c) => engine.pruneSignals(c, before));
+    return this.writeTx((tx) => inbox.pruneSignals(tx, before));
   }
   pruneInbox(before: number) {
-    return this.write((c) => engine.pruneInbox(c, before));
+    return this.writeTx((tx) => inbox.pruneInbox(tx, before));
   }
   async listInbox(q: { source?: string; status?: InboxStatus; limit: number; cursor?: string }) {
-    return this.read((c) => engine.listInbox(c, q));
+    return this.read(() => inbox.listInbox(this.t, q));
   }
   replayInboxEvent(id: string) {
-    return this.write((c) => engine.replayInboxEvent(c, id), "work");
+    return this.writeTx((tx) => inbox.replayInboxEvent(tx, id), "work");
   }
   fireTimeout(lease: Lease, taskId: string, stepId: string) {
     return this.writeTx((tx) => waits.fireTimeout(tx, lease, taskId, stepId), "work");
