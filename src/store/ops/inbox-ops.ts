@@ -1,7 +1,7 @@
 import { LonghaulError } from "../../core/errors.ts";
 import { type InboxDbRow, toInbox } from "../rows.ts";
 import type { Tx } from "../sql/tx.ts";
-import type { InboxEventRow, InboxStatus, NewInboxEvent } from "../store.ts";
+import type { InboxEventRow, InboxStatus, Lease, NewInboxEvent } from "../store.ts";
 import { applyItem } from "../work-items.ts";
 
 /*
@@ -119,4 +119,14 @@ export async function recordEvent(tx: Tx, e: NewInboxEvent): Promise<{ id: strin
 export async function getInboxEvent(tx: Tx, id: string): Promise<InboxEventRow | null> {
   const r = await tx.get<InboxDbRow>("SELECT * FROM inbox_events WHERE id = ?", [id]);
   return r ? toInbox(r) : null;
+}
+
+/**
+ * An inbox row that cannot be applied: marked invalid with why. Locks: the lease's item
+ * (completed). No events, nothing enqueued.
+ */
+export async function rejectInboxEvent(tx: Tx, lease: Lease, inboxId: string, note: string): Promise<void> {
+  await tx.queue.assertLease(lease);
+  await tx.queue.complete(lease);
+  await markInbox(tx, inboxId, "invalid", { note });
 }

@@ -2,22 +2,21 @@ import type { ErrorInfo } from "../../core/errors.ts";
 import { isTerminalJob, type JobStatus } from "../../core/job-state.ts";
 import type { ProviderEvent } from "../../core/provider-event.ts";
 import { overBudget } from "../../core/quotas.ts";
-import type { RunOutcome, StoredStep } from "../../core/replay.ts";
+import type { RunOutcome } from "../../core/replay.ts";
 import { isTerminalTask } from "../../core/task-state.ts";
 import { admitTokens } from "../budget.ts";
 import { jobEndCounts, jobEventEffect } from "../job-rules.ts";
 import { json } from "../json.ts";
 import { markInbox, recordEvent } from "../ops/inbox-ops.ts";
-import { lockTask, setTaskStatus, taskRow } from "../ops/task-ops.ts";
+import { lockTask, setTaskStatus } from "../ops/task-ops.ts";
 import { countUsage, lockSlots, slotsInUse, tenant, wakeParked } from "../ops/tenant-ops.ts";
 import { endWait } from "../ops/wait-ops.ts";
-import { type InboxDbRow, type JobDbRow, type StepDbRow, toInbox, toJob, toStep } from "../rows.ts";
+import { type InboxDbRow, type JobDbRow, toInbox } from "../rows.ts";
 import type {
   AdvanceResult,
   ApplyOutcome,
   InboxEventRow,
   InboxStatus,
-  JobRow,
   Lease,
   NewInboxEvent,
   TaskRow,
@@ -27,18 +26,6 @@ import { advisoryLock, type Ctx } from "./db.ts";
 import { emit } from "./event-log.ts";
 import { assertLease, enqueue, park, removeItem } from "./queue-ops.ts";
 import { txOf } from "./tx.ts";
-
-export async function loadForAdvance(
-  c: Ctx,
-  taskId: string,
-): Promise<{ task: TaskRow; history: StoredStep[] } | null> {
-  const task = await taskRow(txOf(c), taskId);
-  if (!task) return null;
-  const steps = await c.sql.all<StepDbRow>("SELECT * FROM steps WHERE task_id = $1 ORDER BY position", [
-    taskId,
-  ]);
-  return { task, history: steps.map(toStep) };
-}
 
 export async function beginAdvance(
   c: Ctx,
@@ -161,11 +148,6 @@ async function jobRow(c: Ctx, jobId: string, lock = false): Promise<JobDbRow | u
     lock ? "SELECT * FROM jobs WHERE id = $1 FOR UPDATE" : "SELECT * FROM jobs WHERE id = $1",
     [jobId],
   );
-}
-
-export async function getJob(c: Ctx, jobId: string): Promise<JobRow | null> {
-  const r = await jobRow(c, jobId);
-  return r ? toJob(r) : null;
 }
 
 /**
@@ -370,10 +352,4 @@ export async function applyJobEvent(
       emit(c, j.tenant_id, j.task_id, `job.${effect.to}`, { step_id: j.step_id, job_id: j.id });
       return "applied";
   }
-}
-
-export async function rejectInboxEvent(c: Ctx, lease: Lease, inboxId: string, note: string): Promise<void> {
-  await assertLease(c, lease);
-  await removeItem(c, lease);
-  await markInbox(txOf(c), inboxId, "invalid", { note });
 }

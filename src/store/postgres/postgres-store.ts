@@ -8,6 +8,7 @@ import type { ProviderEvent } from "../../core/provider-event.ts";
 import type { Quotas } from "../../core/quotas.ts";
 import type { RunOutcome } from "../../core/replay.ts";
 import type { WaitRequest } from "../../core/wait.ts";
+import * as shared from "../ops/engine-ops.ts";
 import * as inbox from "../ops/inbox-ops.ts";
 import * as outbound from "../ops/outbound-ops.ts";
 import * as tasks from "../ops/task-ops.ts";
@@ -208,7 +209,7 @@ export class PostgresStore implements Store {
   }
 
   loadForAdvance(taskId: string) {
-    return this.tx.snapshot((c) => engine.loadForAdvance(c, taskId));
+    return this.tx.snapshot((c) => shared.loadForAdvance(txOf(c), taskId));
   }
   beginAdvance(lease: Lease, taskId: string) {
     return this.tx.write((c) => engine.beginAdvance(c, lease, taskId));
@@ -223,7 +224,7 @@ export class PostgresStore implements Store {
     return this.tx.write((c) => engine.finishAdvance(c, lease, taskId, result));
   }
   getJob(jobId: string) {
-    return this.tx.read((c) => engine.getJob(c, jobId));
+    return this.tx.read((c) => shared.getJob(txOf(c), jobId));
   }
   recordJobCreated(lease: Lease, jobId: string, externalId: string, status: JobStatus) {
     return this.tx.write((c) => engine.recordJobCreated(c, lease, jobId, externalId, status));
@@ -241,7 +242,7 @@ export class PostgresStore implements Store {
     return this.tx.write((c) => engine.applyJobEvent(c, lease, inboxId, provider, event));
   }
   rejectInboxEvent(lease: Lease, inboxId: string, note: string) {
-    return this.tx.write((c) => engine.rejectInboxEvent(c, lease, inboxId, note));
+    return this.tx.write((c) => inbox.rejectInboxEvent(txOf(c), lease, inboxId, note));
   }
   recordPoll(
     lease: Lease,

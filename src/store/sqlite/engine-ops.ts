@@ -2,14 +2,14 @@ import type { ErrorInfo } from "../../core/errors.ts";
 import { isTerminalJob, type JobStatus } from "../../core/job-state.ts";
 import type { ProviderEvent } from "../../core/provider-event.ts";
 import { overBudget } from "../../core/quotas.ts";
-import type { RunOutcome, StoredStep } from "../../core/replay.ts";
+import type { RunOutcome } from "../../core/replay.ts";
 import { isTerminalTask } from "../../core/task-state.ts";
 import { admitTokens } from "../budget.ts";
 import { jobEndCounts, jobEventEffect } from "../job-rules.ts";
 import { json } from "../json.ts";
 import { inboxSql, markParams, recordEvent } from "../ops/inbox-ops.ts";
-import { type JobDbRow, type StepDbRow, toJob, toStep } from "../rows.ts";
-import type { AdvanceResult, ApplyOutcome, InboxStatus, Lease, NewInboxEvent, TaskRow } from "../store.ts";
+import { type JobDbRow, toJob } from "../rows.ts";
+import type { AdvanceResult, ApplyOutcome, InboxStatus, Lease, NewInboxEvent } from "../store.ts";
 import { advanceItem, applyItem, PARK_MS, pollItem } from "../work-items.ts";
 import type { Ctx } from "./db.ts";
 import { emit } from "./event-log.ts";
@@ -18,15 +18,6 @@ import { setTaskStatus, taskRow } from "./task-sync.ts";
 import { countUsage, slotsInUse, tenant, wakeParked } from "./tenant-sync.ts";
 import { sqliteTx } from "./tx.ts";
 import { endWait } from "./wait-sync.ts";
-
-export function loadForAdvance(c: Ctx, taskId: string): { task: TaskRow; history: StoredStep[] } | null {
-  const task = taskRow(c, taskId);
-  if (!task) return null;
-  const history = c.sql
-    .all<StepDbRow>("SELECT * FROM steps WHERE task_id = ? ORDER BY position", taskId)
-    .map(toStep);
-  return { task, history };
-}
 
 export function beginAdvance(c: Ctx, lease: Lease, taskId: string): "started" | "ended" | "parked" {
   assertLease(c, lease);
@@ -136,8 +127,6 @@ function job(c: Ctx, jobId: string) {
   const r = c.sql.get<JobDbRow>("SELECT * FROM jobs WHERE id = ?", jobId);
   return r ? toJob(r) : null;
 }
-
-export { job as getJob };
 
 export function recordJobCreated(
   c: Ctx,
@@ -293,10 +282,4 @@ export function applyJobEvent(
       emit(c, j.tenantId, j.taskId, `job.${effect.to}`, { step_id: j.stepId, job_id: j.id });
       return "applied";
   }
-}
-
-export function rejectInboxEvent(c: Ctx, lease: Lease, inboxId: string, note: string): void {
-  assertLease(c, lease);
-  complete(c, lease);
-  markInbox(c, inboxId, "invalid", { note });
 }

@@ -10,6 +10,7 @@ import type { ProviderEvent } from "../../core/provider-event.ts";
 import type { Quotas } from "../../core/quotas.ts";
 import type { RunOutcome } from "../../core/replay.ts";
 import type { WaitRequest } from "../../core/wait.ts";
+import * as shared from "../ops/engine-ops.ts";
 import * as inbox from "../ops/inbox-ops.ts";
 import * as outbound from "../ops/outbound-ops.ts";
 import * as tasks from "../ops/task-ops.ts";
@@ -216,7 +217,7 @@ export class SqliteStore implements Store {
   }
 
   async loadForAdvance(taskId: string) {
-    return this.read((c) => engine.loadForAdvance(c, taskId));
+    return this.read(() => shared.loadForAdvance(this.t, taskId));
   }
   beginAdvance(lease: Lease, taskId: string) {
     return this.write((c) => engine.beginAdvance(c, lease, taskId));
@@ -231,7 +232,7 @@ export class SqliteStore implements Store {
     return this.write((c) => engine.finishAdvance(c, lease, taskId, result), "work");
   }
   async getJob(jobId: string) {
-    return this.read((c) => engine.getJob(c, jobId));
+    return this.read(() => shared.getJob(this.t, jobId));
   }
   recordJobCreated(lease: Lease, jobId: string, externalId: string, status: JobStatus) {
     return this.write((c) => engine.recordJobCreated(c, lease, jobId, externalId, status), "work");
@@ -249,7 +250,7 @@ export class SqliteStore implements Store {
     return this.write((c) => engine.applyJobEvent(c, lease, inboxId, provider, event), "work");
   }
   rejectInboxEvent(lease: Lease, inboxId: string, note: string) {
-    return this.write((c) => engine.rejectInboxEvent(c, lease, inboxId, note));
+    return this.writeTx((tx) => inbox.rejectInboxEvent(tx, lease, inboxId, note));
   }
   recordPoll(
     lease: Lease,
