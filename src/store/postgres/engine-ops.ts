@@ -1,20 +1,22 @@
-import { type ErrorInfo, LonghaulError } from "../../core/errors.ts";
+import type { ErrorInfo } from "../../core/errors.ts";
 import { isTerminalJob, type JobStatus } from "../../core/job-state.ts";
 import type { ProviderEvent } from "../../core/provider-event.ts";
 import { overBudget } from "../../core/quotas.ts";
-import type { RunOutcome, StoredStep } from "../../core/replay.ts";
+import type { RunOutcome } from "../../core/replay.ts";
 import { isTerminalTask } from "../../core/task-state.ts";
 import { admitTokens } from "../budget.ts";
 import { jobEndCounts, jobEventEffect } from "../job-rules.ts";
 import { json } from "../json.ts";
+import { markInbox, recordEvent } from "../ops/inbox-ops.ts";
+import { lockTask, setTaskStatus } from "../ops/task-ops.ts";
 import { countUsage, lockSlots, slotsInUse, tenant, wakeParked } from "../ops/tenant-ops.ts";
-import { type InboxDbRow, type JobDbRow, type StepDbRow, toInbox, toJob, toStep } from "../rows.ts";
+import { endWait } from "../ops/wait-ops.ts";
+import { type InboxDbRow, type JobDbRow, toInbox } from "../rows.ts";
 import type {
   AdvanceResult,
   ApplyOutcome,
   InboxEventRow,
   InboxStatus,
-  JobRow,
   Lease,
   NewInboxEvent,
   TaskRow,
@@ -23,21 +25,7 @@ import { advanceItem, applyItem, PARK_MS, pollItem } from "../work-items.ts";
 import { advisoryLock, type Ctx } from "./db.ts";
 import { emit } from "./event-log.ts";
 import { assertLease, enqueue, park, removeItem } from "./queue-ops.ts";
-import { lockTask, setTaskStatus, taskRow } from "./task-ops.ts";
 import { txOf } from "./tx.ts";
-import { endWait } from "./wait-ops.ts";
-
-export async function loadForAdvance(
-  c: Ctx,
-  taskId: string,
-): Promise<{ task: TaskRow; history: StoredStep[] } | null> {
-  const task = await taskRow(c, taskId);
-  if (!task) return null;
-  const steps = await c.sql.all<StepDbRow>("SELECT * FROM steps WHERE task_id = $1 ORDER BY position", [
-    taskId,
-  ]);
-  return { task, history: steps.map(toStep) };
-}
 
 export async function beginAdvance(
   c: Ctx,
@@ -45,7 +33,7 @@ export async function beginAdvance(
   taskId: string,
 ): Promise<"started" | "ended" | "parked"> {
   await assertLease(c, lease);
-  const task = await lockTask(c, taskId);
+  const task = await lockTask(txOf(c), taskId);
   if (!task || isTerminalTask(task.status)) {
     await removeItem(c, lease);
     return "ended";
@@ -55,7 +43,7 @@ export async function beginAdvance(
     await park(c, lease, c.clock.now() + PARK_MS);
     return "parked";
   }
-  if (task.status !== "running") await setTaskStatus(c, task, "running");
+  if (task.status !== "running") await setTaskStatus(txOf(c), task, "running");
   return "started";
 }
 
@@ -111,7 +99,7 @@ export async function acquireJobSlot(
 
 export async function storeRunOutcome(c: Ctx, lease: Lease, taskId: string, o: RunOutcome): Promise<void> {
   await assertLease(c, lease);
-  const task = (await lockTask(c, taskId))!;
+  const task = (await lockTask(txOf(c), taskId))!;
   const now = c.clock.now();
   // The primary key (task_id, step_id) and the status guard keep a stored outcome final.
   const changed = await c.sql.run(
@@ -138,20 +126,20 @@ export async function storeRunOutcome(c: Ctx, lease: Lease, taskId: string, o: R
 
 export async function finishAdvance(c: Ctx, lease: Lease, taskId: string, r: AdvanceResult): Promise<void> {
   await assertLease(c, lease);
-  const task = await lockTask(c, taskId);
+  const task = await lockTask(txOf(c), taskId);
   await removeItem(c, lease);
   if (!task || isTerminalTask(task.status)) return;
   switch (r.kind) {
     case "succeeded":
-      return setTaskStatus(c, task, "succeeded", { output: r.output });
+      return setTaskStatus(txOf(c), task, "succeeded", { output: r.output });
     case "failed":
-      return setTaskStatus(c, task, "failed", { error: r.error });
+      return setTaskStatus(txOf(c), task, "failed", { error: r.error });
     case "retry":
       return enqueue(c, [advanceItem(task.tenantId, taskId, r.runAt)]);
     case "timed_out":
-      return setTaskStatus(c, task, "timed_out", { error: r.error });
+      return setTaskStatus(txOf(c), task, "timed_out", { error: r.error });
     case "suspended":
-      return setTaskStatus(c, task, "waiting");
+      return setTaskStatus(txOf(c), task, "waiting");
   }
 }
 
@@ -160,11 +148,6 @@ async function jobRow(c: Ctx, jobId: string, lock = false): Promise<JobDbRow | u
     lock ? "SELECT * FROM jobs WHERE id = $1 FOR UPDATE" : "SELECT * FROM jobs WHERE id = $1",
     [jobId],
   );
-}
-
-export async function getJob(c: Ctx, jobId: string): Promise<JobRow | null> {
-  const r = await jobRow(c, jobId);
-  return r ? toJob(r) : null;
 }
 
 /**
@@ -247,7 +230,7 @@ async function endJobStep(
   await c.sql.run("DELETE FROM work_items WHERE dedupe_key = $1 AND status = 'pending'", [`poll:${j.id}`]);
   await countUsage(txOf(c), j.tenant_id, jobEndCounts(jobStatus, fields.usage));
   await wakeParked(txOf(c), j.tenant_id);
-  await endWait(c, task, j.step_id, stepStatus, {
+  await endWait(txOf(c), task, j.step_id, stepStatus, {
     ...(stepStatus === "succeeded" ? { output: fields.output } : {}),
     ...(fields.error ? { error: fields.error } : {}),
   });
@@ -256,7 +239,7 @@ async function endJobStep(
 /** Locks the task of a job, then reads the job afresh (see `lockTask` for the order). */
 async function lockJobAndTask(c: Ctx, taskId: string, jobId: string) {
   // A job's task always exists: jobs.task_id references tasks, and tasks are never deleted.
-  const task = (await lockTask(c, taskId))!;
+  const task = (await lockTask(txOf(c), taskId))!;
   const job = (await jobRow(c, jobId, true))!;
   return { task, job };
 }
@@ -280,7 +263,7 @@ export async function recordPoll(
 ): Promise<void> {
   await assertLease(c, lease);
   await removeItem(c, lease);
-  if (event) await recordEvent(c, event);
+  if (event) await recordEvent(txOf(c), event);
   // FOR SHARE: a job that ends meanwhile deletes its pending poll after this commits, or is
   // seen ended here; either way no poll is left behind for an ended job.
   const j = await c.sql.get<{ tenant_id: string; status: JobStatus }>(
@@ -290,74 +273,6 @@ export async function recordPoll(
   if (next && j && !isTerminalJob(j.status)) {
     await enqueue(c, [pollItem(j.tenant_id, jobId, next.runAt, next.attempt)]);
   }
-}
-
-export async function pruneDeliveries(c: Ctx, before: number): Promise<number> {
-  return c.sql.run(
-    "DELETE FROM webhook_deliveries WHERE state IN ('delivered', 'canceled') AND updated_at < $1",
-    [before],
-  );
-}
-
-export async function pruneSignals(c: Ctx, before: number): Promise<number> {
-  return c.sql.run("DELETE FROM signals WHERE received_at < $1", [before]);
-}
-
-export async function pruneInbox(c: Ctx, before: number): Promise<number> {
-  return c.sql.run("DELETE FROM inbox_events WHERE received_at < $1", [before]);
-}
-
-export async function listInbox(
-  c: Ctx,
-  q: {
-    source?: string | undefined;
-    status?: InboxStatus | undefined;
-    limit: number;
-    cursor?: string | undefined;
-  },
-): Promise<{ events: InboxEventRow[]; nextCursor: string | null }> {
-  const params: unknown[] = [];
-  const where = ["TRUE"];
-  const add = (clause: string, value: unknown) => {
-    params.push(value);
-    where.push(clause.replace("?", `$${params.length}`));
-  };
-  if (q.source) add("source = ?", q.source);
-  if (q.status) add("status = ?", q.status);
-  if (q.cursor) add("id < ?", q.cursor);
-  params.push(q.limit + 1);
-  const rows = await c.sql.all<InboxDbRow>(
-    `SELECT * FROM inbox_events WHERE ${where.join(" AND ")} ORDER BY id DESC LIMIT $${params.length}`,
-    params,
-  );
-  const events = rows.slice(0, q.limit).map(toInbox);
-  return { events, nextCursor: rows.length > q.limit ? (events.at(-1)?.id ?? null) : null };
-}
-
-export async function replayInboxEvent(c: Ctx, id: string): Promise<InboxEventRow> {
-  const row = await c.sql.get<{ id: string }>("SELECT id FROM inbox_events WHERE id = $1 FOR UPDATE", [id]);
-  if (!row) throw new LonghaulError("EVENT_NOT_FOUND", `No inbox event ${id}.`);
-  await markInbox(c, id, "received", { note: "replayed" });
-  await enqueue(c, [applyItem(null, id)]);
-  return (await getInboxEvent(c, id))!;
-}
-
-export async function recordEvent(c: Ctx, e: NewInboxEvent): Promise<{ id: string; duplicate: boolean }> {
-  const now = c.clock.now();
-  const inserted = await c.sql.get<{ id: string }>(
-    `INSERT INTO inbox_events (id, source, provider, event_id, body, status, received_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, 'received', $6, $6) ON CONFLICT (source, event_id) DO NOTHING RETURNING id`,
-    [c.ids.next("evt"), e.source, e.provider, e.eventId, e.body, now],
-  );
-  if (!inserted) {
-    const existing = (await c.sql.get<{ id: string }>(
-      "SELECT id FROM inbox_events WHERE source = $1 AND event_id = $2",
-      [e.source, e.eventId],
-    ))!;
-    return { id: existing.id, duplicate: true };
-  }
-  await enqueue(c, [applyItem(null, inserted.id)]);
-  return { id: inserted.id, duplicate: false };
 }
 
 /** Every inbox row of the given jobs of one provider, oldest first (a task's timeline). */
@@ -373,24 +288,6 @@ export async function inboxForJobs(
     [provider, externalIds],
   );
   return rows.map(toInbox);
-}
-
-export async function getInboxEvent(c: Ctx, id: string): Promise<InboxEventRow | null> {
-  const r = await c.sql.get<InboxDbRow>("SELECT * FROM inbox_events WHERE id = $1", [id]);
-  return r ? toInbox(r) : null;
-}
-
-async function markInbox(
-  c: Ctx,
-  id: string,
-  status: InboxStatus,
-  fields: { type?: string; jobExternalId?: string; note?: string },
-): Promise<void> {
-  await c.sql.run(
-    `UPDATE inbox_events SET status = $1, type = COALESCE($2, type), job_external_id = COALESCE($3, job_external_id),
-       note = $4, updated_at = $5 WHERE id = $6`,
-    [status, fields.type ?? null, fields.jobExternalId ?? null, fields.note ?? null, c.clock.now(), id],
-  );
 }
 
 /**
@@ -419,7 +316,7 @@ export async function applyJobEvent(
   );
   if (!found) {
     // ARCHITECTURE §3.5: kept until the job is recorded, then re-queued by recordJobCreated.
-    await markInbox(c, inboxId, "unmatched", {
+    await markInbox(txOf(c), inboxId, "unmatched", {
       type: ev.type,
       jobExternalId: ev.jobId,
       note: "no job with this id yet",
@@ -436,17 +333,17 @@ export async function applyJobEvent(
         j.task_id,
         j.step_id,
       ]);
-      await markInbox(c, inboxId, "ignored", { ...seen, note: effect.note });
+      await markInbox(txOf(c), inboxId, "ignored", { ...seen, note: effect.note });
       return "ignored";
     case "ignored":
-      await markInbox(c, inboxId, "ignored", { ...seen, note: effect.note });
+      await markInbox(txOf(c), inboxId, "ignored", { ...seen, note: effect.note });
       return "ignored";
     case "end":
-      await markInbox(c, inboxId, "applied", seen);
+      await markInbox(txOf(c), inboxId, "applied", seen);
       await endJobStep(c, task, j, effect.jobStatus, effect.stepStatus, effect.fields);
       return "applied";
     case "move":
-      await markInbox(c, inboxId, "applied", seen);
+      await markInbox(txOf(c), inboxId, "applied", seen);
       await c.sql.run("UPDATE jobs SET status = $1, updated_at = $2 WHERE id = $3", [
         effect.to,
         c.clock.now(),
@@ -455,10 +352,4 @@ export async function applyJobEvent(
       emit(c, j.tenant_id, j.task_id, `job.${effect.to}`, { step_id: j.step_id, job_id: j.id });
       return "applied";
   }
-}
-
-export async function rejectInboxEvent(c: Ctx, lease: Lease, inboxId: string, note: string): Promise<void> {
-  await assertLease(c, lease);
-  await removeItem(c, lease);
-  await markInbox(c, inboxId, "invalid", { note });
 }

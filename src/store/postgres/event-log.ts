@@ -1,6 +1,4 @@
 import { json } from "../json.ts";
-import { type TaskEventDbRow, toTaskEvent } from "../rows.ts";
-import type { TaskEventRow } from "../store.ts";
 import { advisoryLock, type Ctx } from "./db.ts";
 import { fanOut } from "./fan-out.ts";
 
@@ -54,25 +52,6 @@ export async function appendTaskEvents(c: Ctx, channel: string): Promise<Appende
   const appended = rows.map((r) => ({ tenantId: r.tenant_id, taskId: r.task_id, seq: r.seq, type: r.type }));
   await fanOut(c, appended);
   return appended;
-}
-
-export async function taskEvents(
-  c: Ctx,
-  tenantId: string,
-  afterSeq: number,
-  limit: number,
-  taskId?: string,
-): Promise<TaskEventRow[]> {
-  const rows = taskId
-    ? await c.sql.all<TaskEventDbRow>(
-        "SELECT * FROM task_events WHERE tenant_id = $1 AND task_id = $2 AND seq > $3 ORDER BY seq LIMIT $4",
-        [tenantId, taskId, afterSeq, limit],
-      )
-    : await c.sql.all<TaskEventDbRow>(
-        "SELECT * FROM task_events WHERE tenant_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
-        [tenantId, afterSeq, limit],
-      );
-  return rows.map(toTaskEvent);
 }
 
 /** The seq of the tenant's newest task event, 0 if none. */

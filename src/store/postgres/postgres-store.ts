@@ -8,8 +8,12 @@ import type { ProviderEvent } from "../../core/provider-event.ts";
 import type { Quotas } from "../../core/quotas.ts";
 import type { RunOutcome } from "../../core/replay.ts";
 import type { WaitRequest } from "../../core/wait.ts";
+import * as shared from "../ops/engine-ops.ts";
+import * as inbox from "../ops/inbox-ops.ts";
 import * as outbound from "../ops/outbound-ops.ts";
+import * as tasks from "../ops/task-ops.ts";
 import * as tenants from "../ops/tenant-ops.ts";
+import * as waits from "../ops/wait-ops.ts";
 import type {
   AdvanceResult,
   ApprovalDecisionInput,
@@ -27,16 +31,14 @@ import type {
 } from "../store.ts";
 import { claim } from "./claim.ts";
 import * as engine from "./engine-ops.ts";
-import { lastTaskEventSeq, latestSeqs, taskEvents } from "./event-log.ts";
+import { lastTaskEventSeq, latestSeqs } from "./event-log.ts";
 import * as meta from "./meta-ops.ts";
 import { migrate } from "./migrate.ts";
 import { Notifier } from "./notifier.ts";
 import { createPool, parseTarget } from "./pool.ts";
 import * as queue from "./queue-ops.ts";
-import * as tasks from "./task-ops.ts";
 import { Transactions } from "./transactions.ts";
 import { txOf } from "./tx.ts";
-import * as waits from "./wait-ops.ts";
 
 export interface PostgresStoreOptions {
   /** `postgres://…`; `?schema=` picks the schema (default `public`). */
@@ -194,20 +196,20 @@ export class PostgresStore implements Store {
   }
 
   submitTask(t: NewTask) {
-    return this.tx.write((c) => tasks.submitTask(c, t));
+    return this.tx.write((c) => tasks.submitTask(txOf(c), t));
   }
   getTask(tenantId: string, taskId: string) {
-    return this.tx.snapshot((c) => tasks.getTask(c, tenantId, taskId));
+    return this.tx.snapshot((c) => tasks.getTask(txOf(c), tenantId, taskId));
   }
   listTasks(tenantId: string, q: TaskQuery) {
-    return this.tx.read((c) => tasks.listTasks(c, tenantId, q));
+    return this.tx.read((c) => tasks.listTasks(txOf(c), tenantId, q));
   }
   cancelTask(tenantId: string, taskId: string) {
-    return this.tx.write((c) => tasks.cancelTask(c, tenantId, taskId));
+    return this.tx.write((c) => tasks.cancelTask(txOf(c), tenantId, taskId));
   }
 
   loadForAdvance(taskId: string) {
-    return this.tx.snapshot((c) => engine.loadForAdvance(c, taskId));
+    return this.tx.snapshot((c) => shared.loadForAdvance(txOf(c), taskId));
   }
   beginAdvance(lease: Lease, taskId: string) {
     return this.tx.write((c) => engine.beginAdvance(c, lease, taskId));
@@ -222,7 +224,7 @@ export class PostgresStore implements Store {
     return this.tx.write((c) => engine.finishAdvance(c, lease, taskId, result));
   }
   getJob(jobId: string) {
-    return this.tx.read((c) => engine.getJob(c, jobId));
+    return this.tx.read((c) => shared.getJob(txOf(c), jobId));
   }
   recordJobCreated(lease: Lease, jobId: string, externalId: string, status: JobStatus) {
     return this.tx.write((c) => engine.recordJobCreated(c, lease, jobId, externalId, status));
@@ -231,16 +233,16 @@ export class PostgresStore implements Store {
     return this.tx.write((c) => engine.failJob(c, lease, jobId, error));
   }
   recordEvent(e: NewInboxEvent) {
-    return this.tx.write((c) => engine.recordEvent(c, e));
+    return this.tx.write((c) => inbox.recordEvent(txOf(c), e));
   }
   getInboxEvent(id: string) {
-    return this.tx.read((c) => engine.getInboxEvent(c, id));
+    return this.tx.read((c) => inbox.getInboxEvent(txOf(c), id));
   }
   applyJobEvent(lease: Lease, inboxId: string, provider: string, event: ProviderEvent) {
     return this.tx.write((c) => engine.applyJobEvent(c, lease, inboxId, provider, event));
   }
   rejectInboxEvent(lease: Lease, inboxId: string, note: string) {
-    return this.tx.write((c) => engine.rejectInboxEvent(c, lease, inboxId, note));
+    return this.tx.write((c) => inbox.rejectInboxEvent(txOf(c), lease, inboxId, note));
   }
   recordPoll(
     lease: Lease,
@@ -251,47 +253,47 @@ export class PostgresStore implements Store {
     return this.tx.write((c) => engine.recordPoll(c, lease, jobId, event, next));
   }
   pruneDeliveries(before: number) {
-    return this.tx.write((c) => engine.pruneDeliveries(c, before));
+    return this.tx.write((c) => inbox.pruneDeliveries(txOf(c), before));
   }
   pruneSignals(before: number) {
-    return this.tx.write((c) => engine.pruneSignals(c, before));
+    return this.tx.write((c) => inbox.pruneSignals(txOf(c), before));
   }
   pruneInbox(before: number) {
-    return this.tx.write((c) => engine.pruneInbox(c, before));
+    return this.tx.write((c) => inbox.pruneInbox(txOf(c), before));
   }
   listInbox(q: { source?: string; status?: InboxStatus; limit: number; cursor?: string }) {
-    return this.tx.read((c) => engine.listInbox(c, q));
+    return this.tx.read((c) => inbox.listInbox(txOf(c), q));
   }
   replayInboxEvent(id: string) {
-    return this.tx.write((c) => engine.replayInboxEvent(c, id));
+    return this.tx.write((c) => inbox.replayInboxEvent(txOf(c), id));
   }
 
   fireTimeout(lease: Lease, taskId: string, stepId: string) {
-    return this.tx.write((c) => waits.fireTimeout(c, lease, taskId, stepId));
+    return this.tx.write((c) => waits.fireTimeout(txOf(c), lease, taskId, stepId));
   }
   registerWait(lease: Lease, taskId: string, wait: WaitRequest) {
-    return this.tx.write((c) => waits.registerWait(c, lease, taskId, wait));
+    return this.tx.write((c) => waits.registerWait(txOf(c), lease, taskId, wait));
   }
   markHandedOff(lease: Lease, taskId: string, stepId: string) {
-    return this.tx.write((c) => waits.markHandedOff(c, lease, taskId, stepId));
+    return this.tx.write((c) => waits.markHandedOff(txOf(c), lease, taskId, stepId));
   }
   stepForToken(tenantId: string, taskId: string, stepId: string) {
-    return this.tx.snapshot((c) => waits.stepForToken(c, tenantId, taskId, stepId));
+    return this.tx.snapshot((c) => waits.stepForToken(txOf(c), tenantId, taskId, stepId));
   }
   completeCallback(d: CallbackDelivery) {
-    return this.tx.write((c) => waits.completeCallback(c, d));
+    return this.tx.write((c) => waits.completeCallback(txOf(c), d));
   }
   decideApproval(d: ApprovalDecisionInput) {
-    return this.tx.write((c) => waits.decideApproval(c, d));
+    return this.tx.write((c) => waits.decideApproval(txOf(c), d));
   }
   approvalDecisions(taskId: string, stepId: string) {
-    return this.tx.read((c) => waits.approvalDecisions(c, taskId, stepId));
+    return this.tx.read((c) => waits.approvalDecisions(txOf(c), taskId, stepId));
   }
   recordSignal(s: { tenantId: string; name: string; data: unknown; clientId: string | null }) {
-    return this.tx.write((c) => waits.recordSignal(c, s));
+    return this.tx.write((c) => waits.recordSignal(txOf(c), s));
   }
   fireReminder(lease: Lease, taskId: string, stepId: string, type: "reminder" | "escalation") {
-    return this.tx.write((c) => waits.fireReminder(c, lease, taskId, stepId, type));
+    return this.tx.write((c) => waits.fireReminder(txOf(c), lease, taskId, stepId, type));
   }
 
   enqueue(items: NewWorkItem[]) {
@@ -324,7 +326,7 @@ export class PostgresStore implements Store {
   }
 
   taskEvents(tenantId: string, afterSeq: number, limit: number, taskId?: string) {
-    return this.tx.read((c) => taskEvents(c, tenantId, afterSeq, limit, taskId));
+    return this.tx.read((c) => tasks.taskEvents(txOf(c), tenantId, afterSeq, limit, taskId));
   }
   getMeta(key: string) {
     return this.tx.read((c) => meta.getMeta(c, key));

@@ -31,6 +31,8 @@ export const postgresDialect: Dialect = {
  * own operations are shared too.
  */
 export interface QueueOps {
+  /** LEASE_LOST unless `lease` is still held; PostgreSQL also locks the item's row. */
+  assertLease(lease: Lease): Promise<void>;
   enqueue(items: readonly NewWorkItem[]): Promise<void>;
   complete(lease: Lease): Promise<void>;
   fail(lease: Lease, error: string, retryAt: number): Promise<"retry" | "dead">;

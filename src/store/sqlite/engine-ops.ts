@@ -1,37 +1,23 @@
-import { type ErrorInfo, LonghaulError } from "../../core/errors.ts";
+import type { ErrorInfo } from "../../core/errors.ts";
 import { isTerminalJob, type JobStatus } from "../../core/job-state.ts";
 import type { ProviderEvent } from "../../core/provider-event.ts";
 import { overBudget } from "../../core/quotas.ts";
-import type { RunOutcome, StoredStep } from "../../core/replay.ts";
+import type { RunOutcome } from "../../core/replay.ts";
 import { isTerminalTask } from "../../core/task-state.ts";
 import { admitTokens } from "../budget.ts";
 import { jobEndCounts, jobEventEffect } from "../job-rules.ts";
 import { json } from "../json.ts";
-import { type InboxDbRow, type JobDbRow, type StepDbRow, toInbox, toJob, toStep } from "../rows.ts";
-import type {
-  AdvanceResult,
-  ApplyOutcome,
-  InboxEventRow,
-  InboxStatus,
-  Lease,
-  NewInboxEvent,
-  TaskRow,
-} from "../store.ts";
+import { inboxSql, markParams, recordEvent } from "../ops/inbox-ops.ts";
+import { type JobDbRow, toJob } from "../rows.ts";
+import type { AdvanceResult, ApplyOutcome, InboxStatus, Lease, NewInboxEvent } from "../store.ts";
 import { advanceItem, applyItem, PARK_MS, pollItem } from "../work-items.ts";
 import type { Ctx } from "./db.ts";
+import { emit } from "./event-log.ts";
 import { assertLease, complete, enqueue, park } from "./queue-ops.ts";
-import { emit, setTaskStatus, taskRow } from "./task-ops.ts";
+import { setTaskStatus, taskRow } from "./task-sync.ts";
 import { countUsage, slotsInUse, tenant, wakeParked } from "./tenant-sync.ts";
-import { endWait } from "./wait-ops.ts";
-
-export function loadForAdvance(c: Ctx, taskId: string): { task: TaskRow; history: StoredStep[] } | null {
-  const task = taskRow(c, taskId);
-  if (!task) return null;
-  const history = c.sql
-    .all<StepDbRow>("SELECT * FROM steps WHERE task_id = ? ORDER BY position", taskId)
-    .map(toStep);
-  return { task, history };
-}
+import { sqliteTx } from "./tx.ts";
+import { endWait } from "./wait-sync.ts";
 
 export function beginAdvance(c: Ctx, lease: Lease, taskId: string): "started" | "ended" | "parked" {
   assertLease(c, lease);
@@ -142,8 +128,6 @@ function job(c: Ctx, jobId: string) {
   return r ? toJob(r) : null;
 }
 
-export { job as getJob };
-
 export function recordJobCreated(
   c: Ctx,
   lease: Lease,
@@ -226,123 +210,24 @@ export function failJob(c: Ctx, lease: Lease, jobId: string, error: ErrorInfo): 
   endJobStep(c, j, "failed", "failed", { error });
 }
 
-export function recordPoll(
+export async function recordPoll(
   c: Ctx,
   lease: Lease,
   jobId: string,
   event: NewInboxEvent | null,
   next: { runAt: number; attempt: number } | null,
-): void {
+): Promise<void> {
   assertLease(c, lease);
   complete(c, lease);
-  if (event) recordEvent(c, event);
+  if (event) await recordEvent(sqliteTx(c), event);
   const j = job(c, jobId);
   if (next && j && !isTerminalJob(j.status))
     enqueue(c, [pollItem(j.tenantId, jobId, next.runAt, next.attempt)]);
 }
 
-export function pruneDeliveries(c: Ctx, before: number): number {
-  return c.sql.run(
-    "DELETE FROM webhook_deliveries WHERE state IN ('delivered', 'canceled') AND updated_at < ?",
-    before,
-  ).changes;
-}
-
-export function pruneSignals(c: Ctx, before: number): number {
-  return c.sql.run("DELETE FROM signals WHERE received_at < ?", before).changes;
-}
-
-export function pruneInbox(c: Ctx, before: number): number {
-  return c.sql.run("DELETE FROM inbox_events WHERE received_at < ?", before).changes;
-}
-
-export function listInbox(
-  c: Ctx,
-  q: {
-    source?: string | undefined;
-    status?: InboxStatus | undefined;
-    limit: number;
-    cursor?: string | undefined;
-  },
-): { events: InboxEventRow[]; nextCursor: string | null } {
-  const where = ["1 = 1"];
-  const params: unknown[] = [];
-  if (q.source) {
-    where.push("source = ?");
-    params.push(q.source);
-  }
-  if (q.status) {
-    where.push("status = ?");
-    params.push(q.status);
-  }
-  if (q.cursor) {
-    where.push("id < ?");
-    params.push(q.cursor);
-  }
-  const rows = c.sql.all<InboxDbRow>(
-    `SELECT * FROM inbox_events WHERE ${where.join(" AND ")} ORDER BY id DESC LIMIT ?`,
-    ...params,
-    q.limit + 1,
-  );
-  const events = rows.slice(0, q.limit).map(toInbox);
-  return { events, nextCursor: rows.length > q.limit ? (events.at(-1)?.id ?? null) : null };
-}
-
-export function replayInboxEvent(c: Ctx, id: string): InboxEventRow {
-  const row = getInboxEvent(c, id);
-  if (!row) throw new LonghaulError("EVENT_NOT_FOUND", `No inbox event ${id}.`);
-  markInbox(c, id, "received", { note: "replayed" });
-  enqueue(c, [applyItem(null, id)]);
-  return getInboxEvent(c, id)!;
-}
-
-export function recordEvent(c: Ctx, e: NewInboxEvent): { id: string; duplicate: boolean } {
-  const now = c.clock.now();
-  const id = c.ids.next("evt");
-  const inserted = c.sql.run(
-    `INSERT INTO inbox_events (id, source, provider, event_id, body, status, received_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, 'received', ?, ?) ON CONFLICT (source, event_id) DO NOTHING`,
-    id,
-    e.source,
-    e.provider,
-    e.eventId,
-    e.body,
-    now,
-    now,
-  ).changes;
-  if (inserted === 0) {
-    const existing = c.sql.get<{ id: string }>(
-      "SELECT id FROM inbox_events WHERE source = ? AND event_id = ?",
-      e.source,
-      e.eventId,
-    )!;
-    return { id: existing.id, duplicate: true };
-  }
-  enqueue(c, [applyItem(null, id)]);
-  return { id, duplicate: false };
-}
-
-export function getInboxEvent(c: Ctx, id: string): InboxEventRow | null {
-  const r = c.sql.get<InboxDbRow>("SELECT * FROM inbox_events WHERE id = ?", id);
-  return r ? toInbox(r) : null;
-}
-
-function markInbox(
-  c: Ctx,
-  id: string,
-  status: InboxStatus,
-  fields: { type?: string; jobExternalId?: string; note?: string },
-) {
-  c.sql.run(
-    `UPDATE inbox_events SET status = ?, type = COALESCE(?, type), job_external_id = COALESCE(?, job_external_id),
-       note = ?, updated_at = ? WHERE id = ?`,
-    status,
-    fields.type ?? null,
-    fields.jobExternalId ?? null,
-    fields.note ?? null,
-    c.clock.now(),
-    id,
-  );
+/** The synchronous form of the shared `markInbox` (ops/inbox-ops.ts): the same SQL text. */
+function markInbox(c: Ctx, id: string, status: InboxStatus, fields: Parameters<typeof markParams>[3]): void {
+  c.sql.run(inboxSql.mark, ...markParams(c.clock.now(), id, status, fields));
 }
 
 export function applyJobEvent(
@@ -397,10 +282,4 @@ export function applyJobEvent(
       emit(c, j.tenantId, j.taskId, `job.${effect.to}`, { step_id: j.stepId, job_id: j.id });
       return "applied";
   }
-}
-
-export function rejectInboxEvent(c: Ctx, lease: Lease, inboxId: string, note: string): void {
-  assertLease(c, lease);
-  complete(c, lease);
-  markInbox(c, inboxId, "invalid", { note });
 }

@@ -10,8 +10,12 @@ import type { ProviderEvent } from "../../core/provider-event.ts";
 import type { Quotas } from "../../core/quotas.ts";
 import type { RunOutcome } from "../../core/replay.ts";
 import type { WaitRequest } from "../../core/wait.ts";
+import * as shared from "../ops/engine-ops.ts";
+import * as inbox from "../ops/inbox-ops.ts";
 import * as outbound from "../ops/outbound-ops.ts";
+import * as tasks from "../ops/task-ops.ts";
 import * as tenants from "../ops/tenant-ops.ts";
+import * as waits from "../ops/wait-ops.ts";
 import { type InboxDbRow, toInbox } from "../rows.ts";
 import type { Tx } from "../sql/tx.ts";
 import type {
@@ -34,9 +38,7 @@ import * as engine from "./engine-ops.ts";
 import { GroupCommit } from "./group-commit.ts";
 import { migrate } from "./migrate.ts";
 import * as queue from "./queue-ops.ts";
-import * as tasks from "./task-ops.ts";
 import { sqliteTx } from "./tx.ts";
-import * as waits from "./wait-ops.ts";
 
 export interface SqliteStoreOptions {
   /** A file path, or `:memory:` for throwaway tests. */
@@ -202,20 +204,20 @@ export class SqliteStore implements Store {
   }
 
   submitTask(t: NewTask) {
-    return this.write((c) => tasks.submitTask(c, t), "work");
+    return this.writeTx((tx) => tasks.submitTask(tx, t), "work");
   }
   async getTask(tenantId: string, taskId: string) {
-    return this.read((c) => tasks.getTask(c, tenantId, taskId));
+    return this.read(() => tasks.getTask(this.t, tenantId, taskId));
   }
   async listTasks(tenantId: string, q: TaskQuery) {
-    return this.read((c) => tasks.listTasks(c, tenantId, q));
+    return this.read(() => tasks.listTasks(this.t, tenantId, q));
   }
   cancelTask(tenantId: string, taskId: string) {
-    return this.write((c) => tasks.cancelTask(c, tenantId, taskId), "work");
+    return this.writeTx((tx) => tasks.cancelTask(tx, tenantId, taskId), "work");
   }
 
   async loadForAdvance(taskId: string) {
-    return this.read((c) => engine.loadForAdvance(c, taskId));
+    return this.read(() => shared.loadForAdvance(this.t, taskId));
   }
   beginAdvance(lease: Lease, taskId: string) {
     return this.write((c) => engine.beginAdvance(c, lease, taskId));
@@ -230,7 +232,7 @@ export class SqliteStore implements Store {
     return this.write((c) => engine.finishAdvance(c, lease, taskId, result), "work");
   }
   async getJob(jobId: string) {
-    return this.read((c) => engine.getJob(c, jobId));
+    return this.read(() => shared.getJob(this.t, jobId));
   }
   recordJobCreated(lease: Lease, jobId: string, externalId: string, status: JobStatus) {
     return this.write((c) => engine.recordJobCreated(c, lease, jobId, externalId, status), "work");
@@ -239,16 +241,16 @@ export class SqliteStore implements Store {
     return this.write((c) => engine.failJob(c, lease, jobId, error), "work");
   }
   recordEvent(e: NewInboxEvent) {
-    return this.write((c) => engine.recordEvent(c, e), "work");
+    return this.writeTx((tx) => inbox.recordEvent(tx, e), "work");
   }
   async getInboxEvent(id: string) {
-    return this.read((c) => engine.getInboxEvent(c, id));
+    return this.read(() => inbox.getInboxEvent(this.t, id));
   }
   applyJobEvent(lease: Lease, inboxId: string, provider: string, event: ProviderEvent) {
     return this.write((c) => engine.applyJobEvent(c, lease, inboxId, provider, event), "work");
   }
   rejectInboxEvent(lease: Lease, inboxId: string, note: string) {
-    return this.write((c) => engine.rejectInboxEvent(c, lease, inboxId, note));
+    return this.writeTx((tx) => inbox.rejectInboxEvent(tx, lease, inboxId, note));
   }
   recordPoll(
     lease: Lease,
@@ -259,46 +261,46 @@ export class SqliteStore implements Store {
     return this.write((c) => engine.recordPoll(c, lease, jobId, event, next), "work");
   }
   pruneDeliveries(before: number) {
-    return this.write((c) => engine.pruneDeliveries(c, before));
+    return this.writeTx((tx) => inbox.pruneDeliveries(tx, before));
   }
   pruneSignals(before: number) {
-    return this.write((c) => engine.pruneSignals(c, before));
+    return this.writeTx((tx) => inbox.pruneSignals(tx, before));
   }
   pruneInbox(before: number) {
-    return this.write((c) => engine.pruneInbox(c, before));
+    return this.writeTx((tx) => inbox.pruneInbox(tx, before));
   }
   async listInbox(q: { source?: string; status?: InboxStatus; limit: number; cursor?: string }) {
-    return this.read((c) => engine.listInbox(c, q));
+    return this.read(() => inbox.listInbox(this.t, q));
   }
   replayInboxEvent(id: string) {
-    return this.write((c) => engine.replayInboxEvent(c, id), "work");
+    return this.writeTx((tx) => inbox.replayInboxEvent(tx, id), "work");
   }
   fireTimeout(lease: Lease, taskId: string, stepId: string) {
-    return this.write((c) => waits.fireTimeout(c, lease, taskId, stepId), "work");
+    return this.writeTx((tx) => waits.fireTimeout(tx, lease, taskId, stepId), "work");
   }
   registerWait(lease: Lease, taskId: string, wait: WaitRequest) {
-    return this.write((c) => waits.registerWait(c, lease, taskId, wait), "work");
+    return this.writeTx((tx) => waits.registerWait(tx, lease, taskId, wait), "work");
   }
   markHandedOff(lease: Lease, taskId: string, stepId: string) {
-    return this.write((c) => waits.markHandedOff(c, lease, taskId, stepId));
+    return this.writeTx((tx) => waits.markHandedOff(tx, lease, taskId, stepId));
   }
   async stepForToken(tenantId: string, taskId: string, stepId: string) {
-    return this.read((c) => waits.stepForToken(c, tenantId, taskId, stepId));
+    return this.read(() => waits.stepForToken(this.t, tenantId, taskId, stepId));
   }
   completeCallback(d: CallbackDelivery) {
-    return this.write((c) => waits.completeCallback(c, d), "work");
+    return this.writeTx((tx) => waits.completeCallback(tx, d), "work");
   }
   decideApproval(d: ApprovalDecisionInput) {
-    return this.write((c) => waits.decideApproval(c, d), "work");
+    return this.writeTx((tx) => waits.decideApproval(tx, d), "work");
   }
   async approvalDecisions(taskId: string, stepId: string) {
-    return this.read((c) => waits.approvalDecisions(c, taskId, stepId));
+    return this.read(() => waits.approvalDecisions(this.t, taskId, stepId));
   }
   recordSignal(s: { tenantId: string; name: string; data: unknown; clientId: string | null }) {
-    return this.write((c) => waits.recordSignal(c, s), "work");
+    return this.writeTx((tx) => waits.recordSignal(tx, s), "work");
   }
   fireReminder(lease: Lease, taskId: string, stepId: string, type: "reminder" | "escalation") {
-    return this.write((c) => waits.fireReminder(c, lease, taskId, stepId, type));
+    return this.writeTx((tx) => waits.fireReminder(tx, lease, taskId, stepId, type));
   }
 
   enqueue(items: NewWorkItem[]) {
@@ -330,7 +332,7 @@ export class SqliteStore implements Store {
   }
 
   async taskEvents(tenantId: string, afterSeq: number, limit: number, taskId?: string) {
-    return this.read((c) => tasks.taskEvents(c, tenantId, afterSeq, limit, taskId));
+    return this.read(() => tasks.taskEvents(this.t, tenantId, afterSeq, limit, taskId));
   }
   async getMeta(key: string) {
     return this.read(

@@ -1,4 +1,3 @@
-import { dayOf } from "../../core/quotas.ts";
 import { periods, tenantSql, usageParams } from "../ops/tenant-ops.ts";
 import type { TenantDbRow } from "../rows.ts";
 import { toTenant } from "../rows.ts";
@@ -8,7 +7,7 @@ import type { Ctx } from "./db.ts";
 
 /*
  * Synchronous forms of the shared tenant operations (ops/tenant-ops.ts), for the SQLite
- * operations that are not yet written against a Tx (tasks, engine, waits). They run the same
+ * operations that are not yet written against a Tx (engine). They run the same
  * SQL texts; they go once those operations are shared.
  */
 
@@ -20,10 +19,6 @@ export function tenant(c: Ctx, id: string): TenantRow | null {
 export function countUsage(c: Ctx, tenantId: string, add: Parameters<typeof usageParams>[2]): void {
   c.sql.get(tenantSql.countUsage, ...usageParams(c.clock.now(), tenantId, add));
   if (add.tokens) c.sql.run(tenantSql.addTokens, add.tokens, tenantId);
-}
-
-export function tasksSubmittedToday(c: Ctx, tenantId: string): number {
-  return c.sql.get<{ n: number }>(tenantSql.tasksSubmittedToday, tenantId, dayOf(c.clock.now()))?.n ?? 0;
 }
 
 export function slotsInUse(c: Ctx, tenantId: string): number {

@@ -1,7 +1,7 @@
 import { sqliteDialect, type Tx } from "../sql/tx.ts";
 import type { Ctx } from "./db.ts";
-import { complete, enqueue, fail } from "./queue-ops.ts";
-import { emit } from "./task-ops.ts";
+import { emit } from "./event-log.ts";
+import { assertLease, complete, enqueue, fail } from "./queue-ops.ts";
 
 /**
  * The shared operations' view of SQLite's connection. Every call runs synchronously and
@@ -24,6 +24,7 @@ export function sqliteTx(c: Ctx): Tx {
       c.wake = true;
     },
     queue: {
+      assertLease: async (lease) => assertLease(c, lease),
       enqueue: async (items) => enqueue(c, items),
       complete: async (lease) => complete(c, lease),
       fail: async (lease, error, retryAt) => fail(c, lease, error, retryAt),

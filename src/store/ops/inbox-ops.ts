@@ -1,0 +1,132 @@
+import { LonghaulError } from "../../core/errors.ts";
+import { type InboxDbRow, toInbox } from "../rows.ts";
+import type { Tx } from "../sql/tx.ts";
+import type { InboxEventRow, InboxStatus, Lease, NewInboxEvent } from "../store.ts";
+import { applyItem } from "../work-items.ts";
+
+/*
+ * The inbox of provider events and callbacks as it is recorded, read and replayed, and the
+ * retention sweeps, written once for both dialects. Applying an event to its job stays with
+ * the engine operations of each dialect for now.
+ */
+
+type InboxFields = { type?: string; jobExternalId?: string; note?: string };
+
+/**
+ * The SQL of `markInbox`, which SQLite's engine operations still call synchronously; one
+ * text, so both paths run the same statement.
+ */
+export const inboxSql = {
+  mark: `UPDATE inbox_events SET status = ?, type = COALESCE(?, type), job_external_id = COALESCE(?, job_external_id),
+       note = ?, updated_at = ? WHERE id = ?`,
+};
+
+/** inboxSql.mark's parameters. */
+export const markParams = (now: number, id: string, status: InboxStatus, f: InboxFields) => [
+  status,
+  f.type ?? null,
+  f.jobExternalId ?? null,
+  f.note ?? null,
+  now,
+  id,
+];
+
+/** Sets an inbox row's status and what was learned of it. Takes no lock itself. */
+export async function markInbox(tx: Tx, id: string, status: InboxStatus, fields: InboxFields): Promise<void> {
+  await tx.run(inboxSql.mark, markParams(tx.clock.now(), id, status, fields));
+}
+
+/** Deletes delivered and canceled outbound deliveries last changed before `before`. No locks, no events. */
+export async function pruneDeliveries(tx: Tx, before: number): Promise<number> {
+  return tx.run(
+    "DELETE FROM webhook_deliveries WHERE state IN ('delivered', 'canceled') AND updated_at < ?",
+    [before],
+  );
+}
+
+/** Deletes signals received before `before`. No locks, no events. */
+export async function pruneSignals(tx: Tx, before: number): Promise<number> {
+  return tx.run("DELETE FROM signals WHERE received_at < ?", [before]);
+}
+
+/** Deletes inbox rows received before `before`. No locks, no events. */
+export async function pruneInbox(tx: Tx, before: number): Promise<number> {
+  return tx.run("DELETE FROM inbox_events WHERE received_at < ?", [before]);
+}
+
+/** A page of the inbox, newest first. No locks. */
+export async function listInbox(
+  tx: Tx,
+  q: {
+    source?: string | undefined;
+    status?: InboxStatus | undefined;
+    limit: number;
+    cursor?: string | undefined;
+  },
+): Promise<{ events: InboxEventRow[]; nextCursor: string | null }> {
+  const where = [`${tx.d.true} = ${tx.d.true}`];
+  const params: unknown[] = [];
+  const add = (clause: string, value: unknown) => {
+    where.push(clause);
+    params.push(value);
+  };
+  if (q.source) add("source = ?", q.source);
+  if (q.status) add("status = ?", q.status);
+  if (q.cursor) add("id < ?", q.cursor);
+  const rows = await tx.all<InboxDbRow>(
+    `SELECT * FROM inbox_events WHERE ${where.join(" AND ")} ORDER BY id DESC LIMIT ?`,
+    [...params, q.limit + 1],
+  );
+  const events = rows.slice(0, q.limit).map(toInbox);
+  return { events, nextCursor: rows.length > q.limit ? (events.at(-1)?.id ?? null) : null };
+}
+
+/**
+ * Marks an inbox row received again and queues it to be applied. Locks: the inbox row, so a
+ * twin being applied meanwhile finishes first. No events. Enqueues an `apply` item.
+ */
+export async function replayInboxEvent(tx: Tx, id: string): Promise<InboxEventRow> {
+  const row = await tx.get<{ id: string }>(`SELECT id FROM inbox_events WHERE id = ?${tx.d.forUpdate}`, [id]);
+  if (!row) throw new LonghaulError("EVENT_NOT_FOUND", `No inbox event ${id}.`);
+  await markInbox(tx, id, "received", { note: "replayed" });
+  await tx.queue.enqueue([applyItem(null, id)]);
+  return (await getInboxEvent(tx, id))!;
+}
+
+/**
+ * Records a provider event once per (source, event id); a repeat answers the first row's id.
+ * No locks beyond the unique index, no events. Enqueues an `apply` item for a new row.
+ */
+export async function recordEvent(tx: Tx, e: NewInboxEvent): Promise<{ id: string; duplicate: boolean }> {
+  const now = tx.clock.now();
+  const inserted = await tx.get<{ id: string }>(
+    `INSERT INTO inbox_events (id, source, provider, event_id, body, status, received_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, 'received', ?, ?) ON CONFLICT (source, event_id) DO NOTHING RETURNING id`,
+    [tx.ids.next("evt"), e.source, e.provider, e.eventId, e.body, now, now],
+  );
+  if (!inserted) {
+    const existing = (await tx.get<{ id: string }>(
+      "SELECT id FROM inbox_events WHERE source = ? AND event_id = ?",
+      [e.source, e.eventId],
+    ))!;
+    return { id: existing.id, duplicate: true };
+  }
+  await tx.queue.enqueue([applyItem(null, inserted.id)]);
+  return { id: inserted.id, duplicate: false };
+}
+
+/** One inbox row. No locks. */
+export async function getInboxEvent(tx: Tx, id: string): Promise<InboxEventRow | null> {
+  const r = await tx.get<InboxDbRow>("SELECT * FROM inbox_events WHERE id = ?", [id]);
+  return r ? toInbox(r) : null;
+}
+
+/**
+ * An inbox row that cannot be applied: marked invalid with why. Locks: the lease's item
+ * (completed). No events, nothing enqueued.
+ */
+export async function rejectInboxEvent(tx: Tx, lease: Lease, inboxId: string, note: string): Promise<void> {
+  await tx.queue.assertLease(lease);
+  await tx.queue.complete(lease);
+  await markInbox(tx, inboxId, "invalid", { note });
+}

@@ -1,0 +1,231 @@
+import type { ErrorInfo } from "../../core/errors.ts";
+import { LonghaulError } from "../../core/errors.ts";
+import { isTerminalTask, type TaskStatus } from "../../core/task-state.ts";
+import { json } from "../json.ts";
+import {
+  type JobDbRow,
+  type StepDbRow,
+  type TaskDbRow,
+  type TaskEventDbRow,
+  toJob,
+  toStep,
+  toTask,
+  toTaskEvent,
+} from "../rows.ts";
+import type { Dialect, Tx } from "../sql/tx.ts";
+import type { NewTask, TaskDetail, TaskEventRow, TaskQuery, TaskRow } from "../store.ts";
+import { checkSubmitQuotas } from "../submit-quotas.ts";
+import { advanceItem, cancelJobItem } from "../work-items.ts";
+import { countUsage, tasksSubmittedToday, tenant, wakeParked } from "./tenant-ops.ts";
+
+/*
+ * Tasks: submit, read, list, cancel, and their event log, written once for both dialects.
+ * Every operation that changes a task's status, steps or jobs first takes the task's row lock
+ * (`lockTask`), so two of them on one task run one after the other on PostgreSQL as they do
+ * under SQLite's single writer, and cannot deadlock on each other's step or job rows.
+ */
+
+/**
+ * The SQL of the task operations that the not yet shared SQLite operations still call
+ * synchronously (sqlite/task-sync.ts); one text each, so both paths run the same statement.
+ */
+export const taskSql = {
+  byId: "SELECT * FROM tasks WHERE id = ?",
+  lock: (d: Dialect) => `SELECT * FROM tasks WHERE id = ?${d.forUpdate}`,
+  setStatus:
+    "UPDATE tasks SET status = ?, output = COALESCE(?, output), error = COALESCE(?, error), updated_at = ? WHERE id = ?",
+};
+
+/** setStatus's parameters. */
+export const statusParams = (
+  now: number,
+  taskId: string,
+  status: TaskStatus,
+  fields: { output?: unknown; error?: ErrorInfo | null },
+) => [
+  status,
+  fields.output === undefined ? null : json(fields.output),
+  fields.error == null ? null : json(fields.error),
+  now,
+  taskId,
+];
+
+/** The data of the `task.<status>` event a status change emits. */
+export function statusEvent(status: TaskStatus, fields: { output?: unknown; error?: ErrorInfo | null }) {
+  const data: Record<string, unknown> = { status };
+  if (fields.output !== undefined) data.output = fields.output;
+  if (fields.error) data.error = fields.error;
+  return data;
+}
+
+/** Reads a task. No locks. */
+export async function taskRow(tx: Tx, taskId: string): Promise<TaskRow | null> {
+  const r = await tx.get<TaskDbRow>(taskSql.byId, [taskId]);
+  return r ? toTask(r) : null;
+}
+
+/**
+ * Reads a task and locks its row until the end of the transaction (`FOR UPDATE` on
+ * PostgreSQL; the single writer under SQLite). No events, nothing enqueued.
+ */
+export async function lockTask(tx: Tx, taskId: string): Promise<TaskRow | null> {
+  const r = await tx.get<TaskDbRow>(taskSql.lock(tx.d), [taskId]);
+  return r ? toTask(r) : null;
+}
+
+/**
+ * Moves a task to `status`. Takes no lock itself: the caller holds the task's (`lockTask`).
+ * Emits `task.<status>` when the status changes. Enqueues nothing.
+ */
+export async function setTaskStatus(
+  tx: Tx,
+  task: TaskRow,
+  status: TaskStatus,
+  fields: { output?: unknown; error?: ErrorInfo | null } = {},
+): Promise<void> {
+  await tx.run(taskSql.setStatus, statusParams(tx.clock.now(), task.id, status, fields));
+  if (task.status !== status) tx.emit(task.tenantId, task.id, `task.${status}`, statusEvent(status, fields));
+}
+
+/**
+ * Inserts the task, or finds the one already submitted with its client_request_id. Two
+ * submits racing on one id meet at the unique index `tasks_client_request`: on PostgreSQL the
+ * second INSERT waits for the first to commit, does nothing, and then reads the winner.
+ * Locks: the tenant's usage row of today (by the counting upsert), to commit. Emits
+ * `task.created`; enqueues the task's first advance.
+ */
+export async function submitTask(tx: Tx, t: NewTask): Promise<{ task: TaskRow; created: boolean }> {
+  const input = json(t.input);
+  if (t.clientRequestId !== null) {
+    const existing = await existingSubmit(tx, t, input);
+    if (existing) return existing;
+  }
+  const now = tx.clock.now();
+  const t0 = await tenant(tx, t.tenantId);
+  if (t0) checkSubmitQuotas(t0, await tasksSubmittedToday(tx, t.tenantId), now);
+  const row = await tx.get<TaskDbRow>(
+    `INSERT INTO tasks (id, tenant_id, type, status, input, client_request_id, user_id, trace_id, created_at, updated_at)
+     VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (tenant_id, client_request_id) WHERE client_request_id IS NOT NULL DO NOTHING
+     RETURNING *`,
+    [tx.ids.next("t"), t.tenantId, t.type, input, t.clientRequestId, t.userId, t.traceId, now, now],
+  );
+  // Lost the race to a concurrent submit: its row is committed now, and it is the answer.
+  if (!row) return (await existingSubmit(tx, t, input))!;
+  // Counted after the insert, so a duplicate submit counts nothing; the counter row stays
+  // locked to commit, so submits racing for the day's last task cannot both pass.
+  const counted = await countUsage(tx, t.tenantId, { tasks_submitted: 1 });
+  if (t0) checkSubmitQuotas(t0, counted.tasks_submitted - 1, now);
+  tx.emit(t.tenantId, row.id, "task.created", { type: t.type });
+  await tx.queue.enqueue([advanceItem(t.tenantId, row.id)]);
+  return { task: toTask(row), created: true };
+}
+
+/** The task already submitted with `t`'s client_request_id; IDEMPOTENCY_CONFLICT if it differs. */
+async function existingSubmit(tx: Tx, t: NewTask, input: string) {
+  const existing = await tx.get<TaskDbRow>(
+    "SELECT * FROM tasks WHERE tenant_id = ? AND client_request_id = ?",
+    [t.tenantId, t.clientRequestId],
+  );
+  if (!existing) return null;
+  if (existing.type !== t.type || existing.input !== input) {
+    throw new LonghaulError(
+      "IDEMPOTENCY_CONFLICT",
+      `client_request_id "${t.clientRequestId}" was already used for task ${existing.id} with a different type or input. Use a new client_request_id for a new task.`,
+    );
+  }
+  return { task: toTask(existing), created: false };
+}
+
+/** A task with its steps and jobs. No locks: PostgreSQL reads it in one snapshot. */
+export async function getTask(tx: Tx, tenantId: string, taskId: string): Promise<TaskDetail | null> {
+  const r = await tx.get<TaskDbRow>("SELECT * FROM tasks WHERE id = ? AND tenant_id = ?", [taskId, tenantId]);
+  if (!r) return null;
+  const steps = await tx.all<StepDbRow>("SELECT * FROM steps WHERE task_id = ? ORDER BY position", [taskId]);
+  const jobs = await tx.all<JobDbRow>("SELECT * FROM jobs WHERE task_id = ? ORDER BY created_at, id", [
+    taskId,
+  ]);
+  return { task: toTask(r), steps: steps.map(toStep), jobs: jobs.map(toJob) };
+}
+
+/** A page of the tenant's tasks, newest first. No locks. */
+export async function listTasks(
+  tx: Tx,
+  tenantId: string,
+  q: TaskQuery,
+): Promise<{ tasks: TaskRow[]; nextCursor: string | null }> {
+  const where = ["tenant_id = ?"];
+  const params: unknown[] = [tenantId];
+  const add = (clause: string, value: unknown) => {
+    where.push(clause);
+    params.push(value);
+  };
+  if (q.status) add("status = ?", q.status);
+  if (q.type) add("type = ?", q.type);
+  if (q.userId) add("user_id = ?", q.userId);
+  if (q.traceId) add("trace_id = ?", q.traceId);
+  if (q.cursor) add("id < ?", q.cursor);
+  const rows = await tx.all<TaskDbRow>(
+    `SELECT * FROM tasks WHERE ${where.join(" AND ")} ORDER BY id DESC LIMIT ?`,
+    [...params, q.limit + 1],
+  );
+  const more = rows.length > q.limit;
+  const tasks = rows.slice(0, q.limit).map(toTask);
+  return { tasks, nextCursor: more ? (tasks.at(-1)?.id ?? null) : null };
+}
+
+/**
+ * Cancels a task that has not ended: its running and waiting steps and its pending jobs are
+ * canceled, its live jobs asked to stop. Locks: the task (`lockTask`). Emits `task.canceled`.
+ * Enqueues a `cancel_job` per live job, and wakes the tenant's parked work (a slot is freed).
+ */
+export async function cancelTask(tx: Tx, tenantId: string, taskId: string): Promise<TaskRow> {
+  const t = await lockTask(tx, taskId);
+  if (!t || t.tenantId !== tenantId)
+    throw new LonghaulError("TASK_NOT_FOUND", `No task ${taskId} for this tenant.`);
+  if (t.status === "canceled") return t;
+  if (isTerminalTask(t.status)) {
+    throw new LonghaulError(
+      "TASK_NOT_CANCELABLE",
+      `Task ${taskId} has already ended (${t.status}); it cannot be canceled.`,
+    );
+  }
+  const now = tx.clock.now();
+  await tx.run(
+    "UPDATE steps SET status = 'canceled', updated_at = ? WHERE task_id = ? AND status IN ('running', 'waiting')",
+    [now, taskId],
+  );
+  // A job not yet created at its provider is never created now; a live one is asked to stop.
+  await tx.run(
+    "UPDATE jobs SET status = 'canceled', updated_at = ? WHERE task_id = ? AND status = 'pending'",
+    [now, taskId],
+  );
+  const live = await tx.all<{ id: string }>(
+    "SELECT id FROM jobs WHERE task_id = ? AND status IN ('created', 'running') ORDER BY id",
+    [taskId],
+  );
+  await tx.queue.enqueue(live.map((j) => cancelJobItem(tenantId, j.id)));
+  await setTaskStatus(tx, t, "canceled");
+  await wakeParked(tx, tenantId);
+  return (await taskRow(tx, taskId))!;
+}
+
+/** The tenant's task events after `afterSeq`, of one task if given. No locks. */
+export async function taskEvents(
+  tx: Tx,
+  tenantId: string,
+  afterSeq: number,
+  limit: number,
+  taskId?: string,
+): Promise<TaskEventRow[]> {
+  const rows = taskId
+    ? await tx.all<TaskEventDbRow>(
+        "SELECT * FROM task_events WHERE tenant_id = ? AND task_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+        [tenantId, taskId, afterSeq, limit],
+      )
+    : await tx.all<TaskEventDbRow>(
+        "SELECT * FROM task_events WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+        [tenantId, afterSeq, limit],
+      );
+  return rows.map(toTaskEvent);
+}
