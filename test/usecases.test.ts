@@ -7,6 +7,7 @@ import { LonghaulError } from "../src/core/errors.ts";
 import { defineTask } from "../src/core/task-type.ts";
 import { taskTypeRegistry } from "../src/engine/registry.ts";
 import { buildSource } from "../src/ingress/sources.ts";
+import { outboundSettings } from "../src/outbound/settings.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
 import type { TokenClaims } from "../src/tokens/token.ts";
 import {
@@ -14,11 +15,14 @@ import {
   addApiKey,
   cancelTask,
   createTenant,
+  createWebhookEndpoint,
   decisionOf,
   listTasks,
   recordWebhook,
+  rotateWebhookSecret,
   sendSignal,
   submitTask,
+  updateTenant,
 } from "../src/usecases/index.ts";
 import { tempDir } from "./helpers.ts";
 
@@ -172,6 +176,69 @@ describe("use cases on a SQLite file", () => {
     assert.equal(first.duplicate, false);
     assert.equal(again.duplicate, true);
     assert.equal(again.id, first.id);
+  });
+
+  test("updateTenant checks quotas before writing and keeps what the patch leaves out", async () => {
+    const { tenant } = await createTenant(
+      { tenants: store },
+      { name: "patched", quotas: { tasks_per_day: 5 } },
+    );
+    await assert.rejects(
+      updateTenant(
+        { tenants: store },
+        { tenantId: tenant.id, name: "renamed", quotas: { tasks_per_day: "many" } },
+      ),
+      rejects("VALIDATION_FAILED"),
+    );
+    assert.equal((await store.getTenant(tenant.id))?.name, "patched");
+    const renamed = await updateTenant({ tenants: store }, { tenantId: tenant.id, name: " renamed " });
+    assert.equal(renamed.name, "renamed");
+    assert.deepEqual(renamed.quotas, { tasks_per_day: 5 });
+  });
+
+  describe("webhook endpoints", () => {
+    const open = outboundSettings({ allow_private_networks: true });
+    const guarded = outboundSettings();
+
+    test("createWebhookEndpoint refuses credentials, a non-URL and a forbidden target before writing", async () => {
+      const d = (settings: typeof open) => ({ outbound: store, settings, maxPerTenant: 0 });
+      const attempts: [typeof open, string, string][] = [
+        [open, "http://user:pw@127.0.0.1:9/hook", "VALIDATION_FAILED"],
+        [open, "not a url", "VALIDATION_FAILED"],
+        [guarded, "http://127.0.0.1:9/hook", "TARGET_FORBIDDEN"],
+      ];
+      for (const [settings, url, code] of attempts) {
+        await assert.rejects(createWebhookEndpoint(d(settings), { tenantId, url }), rejects(code));
+      }
+      assert.equal((await store.listWebhookEndpoints(tenantId)).length, 0);
+    });
+
+    test("createWebhookEndpoint dedupes the event filter and stores the secret sealed; rotation returns a new one", async () => {
+      const { endpoint, secret } = await createWebhookEndpoint(
+        { outbound: store, settings: open, maxPerTenant: 0 },
+        {
+          tenantId,
+          url: "http://127.0.0.1:9/hook",
+          events: ["task.succeeded", "task.succeeded", "task.failed"],
+        },
+      );
+      assert.match(secret, /^whsec_/);
+      assert.deepEqual(endpoint.events, ["task.succeeded", "task.failed"]);
+      const rotated = await rotateWebhookSecret(
+        { outbound: store, settings: open },
+        { tenantId, endpointId: endpoint.id },
+      );
+      assert.notEqual(rotated.secret, secret);
+      assert.ok(rotated.endpoint.previousSecretExpiresAt !== null);
+      const other = (await createTenant({ tenants: store }, { name: "no-endpoints" })).tenant.id;
+      await assert.rejects(
+        rotateWebhookSecret(
+          { outbound: store, settings: open },
+          { tenantId: other, endpointId: endpoint.id },
+        ),
+        rejects("WEBHOOK_ENDPOINT_NOT_FOUND"),
+      );
+    });
   });
 
   describe("recordWebhook", () => {

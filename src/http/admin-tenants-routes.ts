@@ -1,8 +1,8 @@
 import { Type } from "typebox";
 import { LonghaulError } from "../core/errors.ts";
-import { validateQuotas } from "../core/quotas.ts";
 import type { TenantStore } from "../store/store.ts";
 import { addApiKey, createTenant } from "../usecases/create-tenant.ts";
+import { updateTenant } from "../usecases/update-tenant.ts";
 import { IdParams, NoContent } from "../wire/common.ts";
 import {
   KeyParams,
@@ -63,10 +63,9 @@ export function adminTenantsRoutes(app: Api, store: TenantStore): void {
   });
   app.patch("/v1/admin/tenants/:id", { schema: update }, async (req) => {
     const b = req.body;
-    const patch: { name?: string; quotas?: ReturnType<typeof validateQuotas> } = {};
-    if (b.name !== undefined) patch.name = b.name.trim();
-    if (b.quotas !== undefined) patch.quotas = validateQuotas(b.quotas);
-    return tenantJson(await store.updateTenant(req.params.id, patch));
+    return tenantJson(
+      await updateTenant({ tenants: store }, { tenantId: req.params.id, name: b.name, quotas: b.quotas }),
+    );
   });
 
   const addKey = operation("Add an API key (rotation)", { params: IdParams, response: { 201: NewApiKey } });

@@ -11,6 +11,7 @@ export {
   completeCallback,
 } from "./complete-callback.ts";
 export { addApiKey, createTenant } from "./create-tenant.ts";
+export { createWebhookEndpoint, newWebhookSecret } from "./create-webhook-endpoint.ts";
 export {
   type ApprovalClaims,
   approvalClaims,
@@ -23,5 +24,7 @@ export { getTask } from "./get-task.ts";
 export { type ListTasksInput, listTasks } from "./list-tasks.ts";
 export { type RecordWebhookResult, recordWebhook, sourceNamed } from "./record-webhook.ts";
 export { refuseWait } from "./refuse-wait.ts";
+export { DEFAULT_SECRET_OVERLAP_S, endpointNotFound, rotateWebhookSecret } from "./rotate-webhook-secret.ts";
 export { type SendSignalInput, sendSignal } from "./send-signal.ts";
 export { type SubmitTaskInput, submitTask, type TaskTypeLookup } from "./submit-task.ts";
+export { updateTenant } from "./update-tenant.ts";
