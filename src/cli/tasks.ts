@@ -1,7 +1,8 @@
 import { parseArgs } from "node:util";
-import { LonghaulError } from "../core/errors.ts";
-import { isTaskStatus } from "../core/task-state.ts";
 import { openStore } from "../store/open-store.ts";
+import { cancelTask } from "../usecases/cancel-task.ts";
+import { getTask } from "../usecases/get-task.ts";
+import { listTasks } from "../usecases/list-tasks.ts";
 import { DEV_TENANT_ID } from "./dev.ts";
 
 const usage = `longhaul tasks list [--tenant ID] [--status S] [--type T] [--limit N]
@@ -27,24 +28,19 @@ export async function tasksCommand(argv: string[]): Promise<void> {
     await store.migrate();
     const tenant = values.tenant;
     if (sub === "list") {
-      if (values.status !== undefined && !isTaskStatus(values.status)) {
-        throw new LonghaulError("VALIDATION_FAILED", `Unknown status "${values.status}".`);
-      }
-      const page = await store.listTasks(tenant, {
-        status: values.status,
-        type: values.type,
-        limit: Math.min(200, Math.max(1, Number(values.limit) || 20)),
-      });
+      const page = await listTasks(
+        { tasks: store },
+        { tenantId: tenant, status: values.status, type: values.type, limit: Number(values.limit) || 20 },
+      );
       for (const t of page.tasks) {
         console.log(`${t.id}\t${t.type}\t${t.status}\t${new Date(t.createdAt).toISOString()}`);
       }
       if (page.nextCursor) console.log(`… more (the oldest shown is ${page.nextCursor})`);
     } else if (sub === "show" && id) {
-      const d = await store.getTask(tenant, id);
-      if (!d) throw new LonghaulError("TASK_NOT_FOUND", `No task ${id} for tenant ${tenant}.`);
-      console.log(JSON.stringify(d, null, 2));
+      const { detail } = await getTask({ tasks: store, waits: store }, { tenantId: tenant, taskId: id });
+      console.log(JSON.stringify(detail, null, 2));
     } else if (sub === "cancel" && id) {
-      const t = await store.cancelTask(tenant, id);
+      const t = await cancelTask({ tasks: store }, { tenantId: tenant, taskId: id });
       console.log(`${t.id}\t${t.status}`);
     } else {
       console.log(usage);

@@ -1,9 +1,8 @@
 import { parseArgs } from "node:util";
-import { hashApiKey, keyHint, newApiKey } from "../core/api-keys.ts";
 import { LonghaulError } from "../core/errors.ts";
-import { validateQuotas } from "../core/quotas.ts";
 import { openStore } from "../store/open-store.ts";
 import type { Store } from "../store/store.ts";
+import { addApiKey, createTenant } from "../usecases/create-tenant.ts";
 
 const usage = `longhaul tenants create NAME [--max-concurrent-jobs n] [--tasks-per-day n] [--token-budget n]
                         [--budget-policy park|reject] [--budget-period day|month] [--submit-rate n]
@@ -47,22 +46,19 @@ async function run(
     case "create": {
       const name = args[0];
       if (!name) throw new LonghaulError("VALIDATION_FAILED", `Name the tenant.\n${usage}`);
-      const quotas = validateQuotas(
-        Object.fromEntries(
-          Object.entries({
-            max_concurrent_jobs: int(values["max-concurrent-jobs"]),
-            tasks_per_day: int(values["tasks-per-day"]),
-            token_budget: int(values["token-budget"]),
-            budget_policy: values["budget-policy"],
-            budget_period: values["budget-period"],
-            submit_rate_per_s: int(values["submit-rate"]),
-          }).filter(([, v]) => v !== undefined),
-        ),
+      const quotas = Object.fromEntries(
+        Object.entries({
+          max_concurrent_jobs: int(values["max-concurrent-jobs"]),
+          tasks_per_day: int(values["tasks-per-day"]),
+          token_budget: int(values["token-budget"]),
+          budget_policy: values["budget-policy"],
+          budget_period: values["budget-period"],
+          submit_rate_per_s: int(values["submit-rate"]),
+        }).filter(([, v]) => v !== undefined),
       );
-      const key = newApiKey();
-      const t = await store.createTenant({ name, keyHash: hashApiKey(key), keyHint: keyHint(key), quotas });
+      const { tenant: t, apiKey } = await createTenant({ tenants: store }, { name, quotas });
       console.log(
-        `tenant ${t.id} (${t.name})\napi key: ${key}\n(the key is shown once; it is stored only as a hash)`,
+        `tenant ${t.id} (${t.name})\napi key: ${apiKey}\n(the key is shown once; it is stored only as a hash)`,
       );
       return;
     }
@@ -74,10 +70,9 @@ async function run(
     case "rotate-key": {
       const id = args[0];
       if (!id) throw new LonghaulError("VALIDATION_FAILED", `Name the tenant id.\n${usage}`);
-      const key = newApiKey();
-      const keyId = await store.addApiKey(id, hashApiKey(key), keyHint(key));
+      const { keyId, apiKey } = await addApiKey({ tenants: store }, { tenantId: id });
       console.log(
-        `new key ${keyId} for ${id}\napi key: ${key}\nrevoke the old one with: longhaul tenants revoke-key ${id} <key id>`,
+        `new key ${keyId} for ${id}\napi key: ${apiKey}\nrevoke the old one with: longhaul tenants revoke-key ${id} <key id>`,
       );
       return;
     }

@@ -3,10 +3,8 @@ import { isTerminalJob, nextJobStatus } from "../core/job-state.ts";
 import { briefEventFromSnapshot } from "../providers/brief-event.ts";
 import { ProviderError } from "../providers/provider.ts";
 import type { Lease, WorkItem } from "../store/store.ts";
+import { POLL_SOURCE } from "../usecases/apply-job-event.ts";
 import type { EngineDeps } from "./deps.ts";
-
-/** The source name synthesized events are recorded under; apply-event parses them in the brief's shape. */
-export const POLL_SOURCE = "poll";
 
 /**
  * The reconciler, one job at a time: a job with no terminal event past its poll-after time

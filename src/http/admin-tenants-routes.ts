@@ -1,8 +1,8 @@
 import { Type } from "typebox";
-import { hashApiKey, keyHint, newApiKey } from "../core/api-keys.ts";
 import { LonghaulError } from "../core/errors.ts";
-import { validateQuotas } from "../core/quotas.ts";
 import type { TenantStore } from "../store/store.ts";
+import { addApiKey, createTenant } from "../usecases/create-tenant.ts";
+import { updateTenant } from "../usecases/update-tenant.ts";
 import { IdParams, NoContent } from "../wire/common.ts";
 import {
   KeyParams,
@@ -26,14 +26,11 @@ export function adminTenantsRoutes(app: Api, store: TenantStore): void {
     response: { 201: TenantWithKey },
   });
   app.post("/v1/admin/tenants", { schema: create }, async (req, reply) => {
-    const key = newApiKey();
-    const t = await store.createTenant({
-      name: req.body.name.trim(),
-      keyHash: hashApiKey(key),
-      keyHint: keyHint(key),
-      quotas: validateQuotas(req.body.quotas),
-    });
-    return reply.status(201).send({ ...tenantJson(t), api_key: key });
+    const { tenant, apiKey } = await createTenant(
+      { tenants: store },
+      { name: req.body.name, quotas: req.body.quotas },
+    );
+    return reply.status(201).send({ ...tenantJson(tenant), api_key: apiKey });
   });
 
   const list = operation("Tenants (admin key)", {
@@ -66,17 +63,15 @@ export function adminTenantsRoutes(app: Api, store: TenantStore): void {
   });
   app.patch("/v1/admin/tenants/:id", { schema: update }, async (req) => {
     const b = req.body;
-    const patch: { name?: string; quotas?: ReturnType<typeof validateQuotas> } = {};
-    if (b.name !== undefined) patch.name = b.name.trim();
-    if (b.quotas !== undefined) patch.quotas = validateQuotas(b.quotas);
-    return tenantJson(await store.updateTenant(req.params.id, patch));
+    return tenantJson(
+      await updateTenant({ tenants: store }, { tenantId: req.params.id, name: b.name, quotas: b.quotas }),
+    );
   });
 
   const addKey = operation("Add an API key (rotation)", { params: IdParams, response: { 201: NewApiKey } });
   app.post("/v1/admin/tenants/:id/keys", { schema: addKey }, async (req, reply) => {
-    const key = newApiKey();
-    const keyId = await store.addApiKey(req.params.id, hashApiKey(key), keyHint(key));
-    return reply.status(201).send({ key_id: keyId, api_key: key });
+    const { keyId, apiKey } = await addApiKey({ tenants: store }, { tenantId: req.params.id });
+    return reply.status(201).send({ key_id: keyId, api_key: apiKey });
   });
 
   const revoke = operation("Revoke an API key", { params: KeyParams, response: { 204: NoContent } });

@@ -3,12 +3,12 @@ import type { Clock } from "../core/clock.ts";
 import { LonghaulError } from "../core/errors.ts";
 import type { WaitStore } from "../store/store.ts";
 import type { Keyring } from "../tokens/keyring.ts";
-import { type TokenClaims, verifyToken } from "../tokens/token.ts";
+import { type ApprovalClaims, approvalClaims, decideApproval } from "../usecases/decide-approval.ts";
+import { refuseWait } from "../usecases/refuse-wait.ts";
 import { DecisionBody, DecisionResult, TokenParams } from "../wire/approvals.ts";
 import type { Api } from "./api.ts";
 import { renderApprovalPage } from "./approval-page.ts";
 import { operation } from "./openapi.ts";
-import { refuseWait } from "./wait-answer.ts";
 
 const pageHeaders = {
   "content-type": "text/html; charset=utf-8",
@@ -20,17 +20,7 @@ const pageHeaders = {
 
 /** `GET|POST /v1/approvals/:token`: the approval page, and the decision (JSON, or the page's form). */
 export function approvalsRoutes(app: Api, d: { store: WaitStore; keyring: Keyring; clock: Clock }): void {
-  type ApprovalClaims = TokenClaims & { purpose: "approve" | "reject" | "decide" };
-  const claimsOf = (token: string): ApprovalClaims => {
-    const claims = verifyToken(d.keyring, token, d.clock.now());
-    if (claims.purpose === "callback") {
-      throw new LonghaulError(
-        "FORBIDDEN",
-        "This link is a callback URL, not an approval; POST the result to it.",
-      );
-    }
-    return claims as ApprovalClaims;
-  };
+  const claimsOf = (token: string): ApprovalClaims => approvalClaims(d, token);
 
   /**
    * The page posts back to the link that served it, so it offers only what that link may do:
@@ -51,25 +41,6 @@ export function approvalsRoutes(app: Api, d: { store: WaitStore; keyring: Keyrin
       notice,
     });
     return reply.status(200).headers(pageHeaders).send(html);
-  };
-
-  /** The decision a POST asks for, checked against what its link allows. */
-  const decisionOf = (claims: ApprovalClaims, asked: unknown): "approve" | "reject" => {
-    if (claims.purpose === "decide") {
-      if (asked === "approve" || asked === "reject") return asked;
-      throw new LonghaulError(
-        "VALIDATION_FAILED",
-        `decision is ${asked === undefined ? "missing" : (JSON.stringify(asked) ?? String(asked)).slice(0, 60)}; this link takes {"decision": "approve"} or {"decision": "reject"}.`,
-      );
-    }
-    const decision = asked ?? claims.purpose;
-    if (decision !== claims.purpose) {
-      throw new LonghaulError(
-        "FORBIDDEN",
-        `This link can only ${claims.purpose}; use the other link to ${String(decision)}.`,
-      );
-    }
-    return claims.purpose;
   };
 
   app.register(async (scope: Api) => {
@@ -105,18 +76,10 @@ export function approvalsRoutes(app: Api, d: { store: WaitStore; keyring: Keyrin
     scope.post("/v1/approvals/:token", { schema: decide }, async (req, reply) => {
       const claims = claimsOf(req.params.token);
       const b = req.body;
-      const decision = decisionOf(claims, b.decision);
-      const text = (v: unknown, max: number) =>
-        typeof v === "string" && v.trim().length > 0 ? v.replaceAll("\u0000", "").trim().slice(0, max) : null;
-      const answer = await d.store.decideApproval({
-        tenantId: claims.tenantId,
-        taskId: claims.taskId,
-        stepId: claims.stepId,
-        attempt: claims.attempt,
-        approver: claims.approver ?? text(b.approver, 200),
-        decision,
-        comment: text(b.comment, 2000),
-      });
+      const { decision, answer } = await decideApproval(
+        { waits: d.store },
+        { claims, decision: b.decision, approver: b.approver, comment: b.comment },
+      );
       const fromForm = req.headers["content-type"]?.startsWith("application/x-www-form-urlencoded");
       if (answer !== "accepted") {
         if (fromForm)

@@ -1,21 +1,18 @@
 import type { Clock } from "../core/clock.ts";
-import { LonghaulError } from "../core/errors.ts";
-import { readJson } from "../core/json-input.ts";
 import type { Source } from "../ingress/sources.ts";
 import type { WaitStore } from "../store/store.ts";
 import type { Keyring } from "../tokens/keyring.ts";
-import { verifyToken } from "../tokens/token.ts";
+import { completeCallback } from "../usecases/complete-callback.ts";
 import { CallbackResult, TokenParams } from "../wire/approvals.ts";
 import type { Api } from "./api.ts";
 import { operation } from "./openapi.ts";
-import { refuseWait } from "./wait-answer.ts";
 
 const MAX_BODY = 1024 * 1024;
 
 /**
- * `POST /v1/callbacks/:token`: the capability URL a `step.callback` handed out. The token
- * is checked before anything is read from the store (shape, key, MAC, expiry); then the
- * store ends the step only if it still waits with the token's attempt (ARCHITECTURE §4.5).
+ * `POST /v1/callbacks/:token`: the capability URL a `step.callback` handed out. The body is
+ * kept as raw bytes so a source signature can be checked on them; `completeCallback` does
+ * the rest (ARCHITECTURE §4.5).
  */
 export function callbacksRoutes(
   app: Api,
@@ -33,51 +30,17 @@ export function callbacksRoutes(
       { security: [], params: TokenParams, response: { 200: CallbackResult } },
     );
     scope.post("/v1/callbacks/:token", { schema }, async (req, reply) => {
-      const claims = verifyToken(d.keyring, req.params.token, d.clock.now());
-      if (claims.purpose !== "callback") {
-        throw new LonghaulError(
-          "FORBIDDEN",
-          "This link is for an approval; open it with GET /v1/approvals/:token.",
-        );
-      }
-      const found = await d.store.stepForToken(claims.tenantId, claims.taskId, claims.stepId);
-      if (!found) throw new LonghaulError("TASK_NOT_FOUND", "The task of this link no longer exists.");
-      const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-      const verifySource = (found.step.config as { verify_source?: string | null } | null)?.verify_source;
-      if (verifySource) {
-        const source = d.sources.get(verifySource);
-        if (!source)
-          throw new LonghaulError(
-            "SOURCE_NOT_FOUND",
-            `The callback asks for source "${verifySource}", which is not configured.`,
-          );
-        await source.verifier.verify({ headers: req.headers, body, nowMs: d.clock.now() });
-      }
-      let output: unknown = null;
-      if (body.length > 0) {
-        const read = readJson(body.toString("utf8"));
-        if (!read.ok) {
-          if (read.error.code !== "INVALID_JSON") throw read.error;
-          throw new LonghaulError("INVALID_JSON", `${read.error.message} Post the step's result as JSON.`);
-        }
-        output = read.value;
-      }
-      const answer = await d.store.completeCallback({
-        tenantId: claims.tenantId,
-        taskId: claims.taskId,
-        stepId: claims.stepId,
-        attempt: claims.attempt,
-        output,
-        body,
-      });
+      const r = await completeCallback(
+        { waits: d.store, keyring: d.keyring, clock: d.clock, sources: d.sources },
+        {
+          token: req.params.token,
+          headers: req.headers,
+          body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
+        },
+      );
       // The same body again after it completed the step: a sender retrying gets the same answer.
-      if (answer === "duplicate") {
-        return reply
-          .status(200)
-          .send({ accepted: true, task_id: claims.taskId, step_id: claims.stepId, duplicate: true });
-      }
-      if (answer !== "accepted") refuseWait(answer, claims.stepId);
-      return reply.status(200).send({ accepted: true, task_id: claims.taskId, step_id: claims.stepId });
+      const answer = { accepted: true as const, task_id: r.taskId, step_id: r.stepId };
+      return reply.status(200).send(r.duplicate ? { ...answer, duplicate: true } : answer);
     });
   });
 }

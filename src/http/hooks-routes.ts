@@ -2,17 +2,17 @@ import { type Readable, Transform } from "node:stream";
 import { Type } from "typebox";
 import type { Clock } from "../core/clock.ts";
 import { LonghaulError } from "../core/errors.ts";
-import { bodyEventId, jsonBody } from "../ingress/scheme.ts";
 import type { Source } from "../ingress/sources.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { InboxStore } from "../store/store.ts";
+import { recordWebhook, sourceNamed } from "../usecases/record-webhook.ts";
 import { HookReceipt } from "../wire/events.ts";
 import type { Api } from "./api.ts";
 import { operation } from "./openapi.ts";
 
 /**
- * `POST /hooks/:source`: verify the raw bytes, record the event and its work item in one
- * transaction, answer. Nothing else happens on this path (ARCHITECTURE §2): the worker applies it.
+ * `POST /hooks/:source`: hands the raw bytes to `recordWebhook` (verify, record the event and
+ * its work item in one transaction) and answers. The worker applies it (ARCHITECTURE §2).
  * An unknown source (404) and a body over the source's limit (413) are refused before the
  * body is read; a chunked body is cut off as soon as it grows past the limit.
  */
@@ -23,11 +23,6 @@ export function hooksRoutes(
   clock: Clock,
   metrics?: Metrics,
 ): void {
-  const sourceNamed = (name: string): Source => {
-    const source = sources.get(name);
-    if (!source) throw new LonghaulError("SOURCE_NOT_FOUND", `No webhook source "${name}" is configured.`);
-    return source;
-  };
   // Each source enforces its own limit in preParsing; the parser's is only the largest of them.
   const largest = Math.max(1, ...[...sources.values()].map((s) => s.bodyLimit));
 
@@ -39,7 +34,7 @@ export function hooksRoutes(
     );
 
     scope.addHook("preParsing", async (req, _reply, payload) => {
-      const source = sourceNamed((req.params as { source: string }).source);
+      const source = sourceNamed(sources, (req.params as { source: string }).source);
       const declared = req.headers["content-length"];
       if (declared === undefined) return capped(payload, source);
       if (Number(declared) > source.bodyLimit) throw tooLarge(source);
@@ -54,22 +49,18 @@ export function hooksRoutes(
       response: { 200: HookReceipt },
     });
     scope.post("/hooks/:source", { schema }, async (req, reply) => {
-      const source = sourceNamed(req.params.source);
-      const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-      const verified = await source.verifier.verify({ headers: req.headers, body, nowMs: clock.now() });
-      const parsed = jsonBody(body);
-      if (!parsed.ok) {
-        if (parsed.error.code !== "INVALID_JSON") throw parsed.error;
-        throw new LonghaulError(
-          "INVALID_JSON",
-          "The signature is valid but the body is not JSON; the sender must post a JSON event.",
-        );
-      }
-      const eventId = verified.eventId ?? bodyEventId(body);
-      const r = await store.recordEvent({ source: source.name, provider: source.provider, eventId, body });
-      if (verified.deliveryId) {
+      const r = await recordWebhook(
+        { inbox: store, clock, sources },
+        {
+          source: req.params.source,
+          headers: req.headers,
+          body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
+        },
+      );
+      const source = r.source;
+      if (r.deliveryId) {
         req.log.info(
-          { source: source.name, eventId, deliveryId: verified.deliveryId, duplicate: r.duplicate },
+          { source: source.name, eventId: r.eventId, deliveryId: r.deliveryId, duplicate: r.duplicate },
           "webhook delivery id, deduped on the body hash",
         );
       }

@@ -1,4 +1,5 @@
 import type { WaitStore } from "../store/store.ts";
+import { sendSignal } from "../usecases/send-signal.ts";
 import { SignalBody, SignalResult } from "../wire/events.ts";
 import type { Api } from "./api.ts";
 import { operation } from "./openapi.ts";
@@ -15,12 +16,10 @@ export function signalsRoutes(app: Api, store: WaitStore): void {
     },
     async (req, reply) => {
       const b = req.body;
-      const r = await store.recordSignal({
-        tenantId: req.tenant.id,
-        name: b.name,
-        data: b.data ?? null,
-        clientId: b.id ?? null,
-      });
+      const r = await sendSignal(
+        { waits: store },
+        { tenantId: req.tenant.id, name: b.name, data: b.data, clientId: b.id ?? null },
+      );
       return reply
         .status(r.duplicate ? 200 : 202)
         .send({ signal_id: r.id, duplicate: r.duplicate, matched: r.matched });

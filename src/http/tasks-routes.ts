@@ -1,9 +1,12 @@
-import { LonghaulError } from "../core/errors.ts";
 import type { TaskType } from "../core/task-type.ts";
 import type { Registry } from "../engine/registry.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import type { ApprovalDecisionRow, TaskStore, WaitStore } from "../store/store.ts";
+import type { TaskStore, WaitStore } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
+import { cancelTask } from "../usecases/cancel-task.ts";
+import { getTask } from "../usecases/get-task.ts";
+import { listTasks } from "../usecases/list-tasks.ts";
+import { submitTask } from "../usecases/submit-task.ts";
 import { IdParams } from "../wire/common.ts";
 import {
   CancelResult,
@@ -39,26 +42,17 @@ export function tasksRoutes(
     },
     async (req, reply) => {
       const b = req.body;
-      const type = taskTypes.get(b.type);
-      const input = b.input === undefined ? {} : b.input;
-      if (type.validate) {
-        try {
-          type.validate(input);
-        } catch (err) {
-          throw new LonghaulError(
-            "VALIDATION_FAILED",
-            `Input for ${b.type} is not valid: ${(err as Error).message}`,
-          );
-        }
-      }
-      const { task, created } = await store.submitTask({
-        tenantId: req.tenant.id,
-        type: b.type,
-        input,
-        clientRequestId: b.client_request_id ?? req.headers["idempotency-key"] ?? null,
-        userId: b.user_id ?? null,
-        traceId: b.trace_id ?? null,
-      });
+      const { task, created } = await submitTask(
+        { tasks: store, taskTypes },
+        {
+          tenantId: req.tenant.id,
+          type: b.type,
+          input: b.input,
+          clientRequestId: b.client_request_id ?? req.headers["idempotency-key"] ?? null,
+          userId: b.user_id ?? null,
+          traceId: b.trace_id ?? null,
+        },
+      );
       if (created) {
         metrics?.tasksSubmitted.inc({ type: task.type });
         req.log.info(
@@ -85,14 +79,11 @@ export function tasksRoutes(
       }),
     },
     async (req) => {
-      const d = await store.getTask(req.tenant.id, req.params.id);
-      if (!d) throw new LonghaulError("TASK_NOT_FOUND", `No task ${req.params.id} for this API key.`);
-      const decisions = new Map<string, ApprovalDecisionRow[]>();
-      for (const s of d.steps) {
-        if (s.kind === "approval")
-          decisions.set(s.stepId, await store.approvalDecisions(d.task.id, s.stepId));
-      }
-      return taskDetail(d, { urls, decisions });
+      const { detail, decisions } = await getTask(
+        { tasks: store, waits: store },
+        { tenantId: req.tenant.id, taskId: req.params.id },
+      );
+      return taskDetail(detail, { urls, decisions });
     },
   );
 
@@ -106,14 +97,18 @@ export function tasksRoutes(
     },
     async (req) => {
       const q = req.query;
-      const page = await store.listTasks(req.tenant.id, {
-        status: q.status,
-        type: q.type,
-        userId: q.user_id,
-        traceId: q.trace_id,
-        limit: q.limit ?? 50,
-        cursor: q.cursor,
-      });
+      const page = await listTasks(
+        { tasks: store },
+        {
+          tenantId: req.tenant.id,
+          status: q.status,
+          type: q.type,
+          userId: q.user_id,
+          traceId: q.trace_id,
+          limit: q.limit ?? 50,
+          cursor: q.cursor,
+        },
+      );
       return { data: page.tasks.map(taskSummary), next_cursor: page.nextCursor };
     },
   );
@@ -122,7 +117,7 @@ export function tasksRoutes(
     "/v1/tasks/:id/cancel",
     { schema: operation("Cancel a task", { params: IdParams, response: { 200: CancelResult } }) },
     async (req) => {
-      const t = await store.cancelTask(req.tenant.id, req.params.id);
+      const t = await cancelTask({ tasks: store }, { tenantId: req.tenant.id, taskId: req.params.id });
       return { task_id: t.id, status: t.status };
     },
   );

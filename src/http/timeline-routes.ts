@@ -1,5 +1,4 @@
 import { LonghaulError } from "../core/errors.ts";
-import { POLL_SOURCE } from "../engine/poll.ts";
 import type {
   EventLogStore,
   InboxEventRow,
@@ -8,6 +7,7 @@ import type {
   TaskEventRow,
   TaskStore,
 } from "../store/store.ts";
+import { POLL_SOURCE } from "../usecases/apply-job-event.ts";
 import { IdParams } from "../wire/common.ts";
 import { Timeline } from "../wire/events.ts";
 import type { Api } from "./api.ts";

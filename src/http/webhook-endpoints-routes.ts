@@ -1,9 +1,8 @@
-import { randomBytes } from "node:crypto";
 import { type Static, Type } from "typebox";
-import { LonghaulError } from "../core/errors.ts";
 import type { OutboundSettings } from "../outbound/settings.ts";
-import { vetTarget } from "../outbound/ssrf.ts";
 import type { OutboundStore, WebhookDeliveryRow, WebhookEndpointRow } from "../store/store.ts";
+import { createWebhookEndpoint } from "../usecases/create-webhook-endpoint.ts";
+import { endpointNotFound, rotateWebhookSecret } from "../usecases/rotate-webhook-secret.ts";
 import { IdParams, NoContent, Page } from "../wire/common.ts";
 import {
   DeliveriesQuery,
@@ -17,8 +16,6 @@ import {
 import type { Api } from "./api.ts";
 import { operation } from "./openapi.ts";
 import { iso } from "./serialize.ts";
-
-const DEFAULT_OVERLAP_S = 24 * 3600;
 
 export const endpointJson = (e: WebhookEndpointRow): Static<typeof WebhookEndpoint> => ({
   id: e.id,
@@ -45,32 +42,6 @@ export const deliveryJson = (d: WebhookDeliveryRow): Static<typeof WebhookDelive
   updated_at: iso(d.updatedAt),
 });
 
-/** A new signing secret: `whsec_` and 24 random bytes in base64, shown once. */
-export const newWebhookSecret = () => `whsec_${randomBytes(24).toString("base64")}`;
-
-/** Refuses a URL that could never be delivered to: not http(s), credentials, or a forbidden address. */
-async function checkUrl(value: string, settings: OutboundSettings): Promise<string> {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new LonghaulError("VALIDATION_FAILED", `"url" is not an absolute URL: ${value.slice(0, 200)}`);
-  }
-  if (url.username || url.password) {
-    throw new LonghaulError(
-      "VALIDATION_FAILED",
-      '"url" must not carry credentials; verify deliveries with the signing secret instead.',
-    );
-  }
-  try {
-    await vetTarget(url, settings);
-  } catch (err) {
-    // A name that does not resolve yet may resolve later; every attempt checks it again.
-    if (err instanceof LonghaulError) throw err;
-  }
-  return url.href;
-}
-
 /**
  * `/v1/webhook-endpoints`: the tenant's outbound webhook endpoints and their delivery logs
  * (ARCHITECTURE §4.7). Every lookup is scoped by the caller's tenant: another tenant's ids are 404
@@ -88,18 +59,11 @@ export function webhookEndpointsRoutes(
     response: { 201: WebhookEndpointWithSecret },
   });
   app.post("/v1/webhook-endpoints", { schema: created }, async (req, reply) => {
-    const b = req.body;
-    const url = await checkUrl(b.url, settings);
-    const events = b.events ? [...new Set(b.events)] : null;
-    const secret = newWebhookSecret();
-    const e = await store.createWebhookEndpoint({
-      tenantId: req.tenant.id,
-      url,
-      events,
-      secret: settings.secrets.seal(secret),
-      maxPerTenant,
-    });
-    return reply.status(201).send({ ...endpointJson(e), secret });
+    const { endpoint, secret } = await createWebhookEndpoint(
+      { outbound: store, settings, maxPerTenant },
+      { tenantId: req.tenant.id, url: req.body.url, events: req.body.events },
+    );
+    return reply.status(201).send({ ...endpointJson(endpoint), secret });
   });
 
   // A new secret, shown once; the old one keeps signing next to it for the overlap, so
@@ -109,16 +73,11 @@ export function webhookEndpointsRoutes(
     { params: IdParams, body: RotateSecretBody, response: { 200: WebhookEndpointWithSecret } },
   );
   app.post("/v1/webhook-endpoints/:id/rotate-secret", { schema: rotated }, async (req) => {
-    const overlap = req.body.expire_previous_in_s ?? DEFAULT_OVERLAP_S;
-    const secret = newWebhookSecret();
-    const e = await store.rotateWebhookEndpointSecret(
-      req.tenant.id,
-      req.params.id,
-      settings.secrets.seal(secret),
-      overlap === 0 ? null : overlap * 1000,
+    const { endpoint, secret } = await rotateWebhookSecret(
+      { outbound: store, settings },
+      { tenantId: req.tenant.id, endpointId: req.params.id, overlapS: req.body.expire_previous_in_s },
     );
-    if (!e) throw notFound(req.params.id);
-    return { ...endpointJson(e), secret };
+    return { ...endpointJson(endpoint), secret };
   });
 
   const list = operation("Outbound webhook endpoints", {
@@ -171,5 +130,4 @@ export function webhookEndpointsRoutes(
   );
 }
 
-const notFound = (id: string) =>
-  new LonghaulError("WEBHOOK_ENDPOINT_NOT_FOUND", `No webhook endpoint ${id} for this API key.`);
+const notFound = endpointNotFound;

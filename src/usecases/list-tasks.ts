@@ -1,0 +1,35 @@
+import { LonghaulError } from "../core/errors.ts";
+import { isTaskStatus } from "../core/task-state.ts";
+import type { TaskRow, TaskStore } from "../store/store.ts";
+
+export interface ListTasksInput {
+  tenantId: string;
+  status?: string | undefined;
+  type?: string | undefined;
+  userId?: string | undefined;
+  traceId?: string | undefined;
+  limit?: number | undefined;
+  cursor?: string | undefined;
+}
+
+const DEFAULT_LIMIT = 50;
+const MAX_LIMIT = 200;
+
+/** A page of a tenant's tasks, newest first. An unknown status is VALIDATION_FAILED; the limit is kept within 1..200. */
+export async function listTasks(
+  d: { tasks: TaskStore },
+  q: ListTasksInput,
+): Promise<{ tasks: TaskRow[]; nextCursor: string | null }> {
+  if (q.status !== undefined && !isTaskStatus(q.status)) {
+    throw new LonghaulError("VALIDATION_FAILED", `Unknown status "${q.status}".`);
+  }
+  const limit = Math.min(MAX_LIMIT, Math.max(1, Math.trunc(q.limit ?? DEFAULT_LIMIT) || DEFAULT_LIMIT));
+  return d.tasks.listTasks(q.tenantId, {
+    status: q.status,
+    type: q.type,
+    userId: q.userId,
+    traceId: q.traceId,
+    limit,
+    cursor: q.cursor,
+  });
+}
