@@ -3,35 +3,10 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import Database from "better-sqlite3";
 import { defineTask } from "../src/core/task-type.ts";
-import { tempDir, waitFor } from "./helpers.ts";
+import { tempDir } from "./helpers.ts";
 import { type Stack, startStack } from "./stack.ts";
+import { end, get, submit, waitingStep } from "./task-waits.ts";
 
-const ended = new Set(["succeeded", "failed", "canceled", "timed_out"]);
-
-async function submit(stack: Stack, type: string, input: unknown = {}) {
-  const r = await stack.api("/v1/tasks", { body: { type, input } });
-  assert.equal(r.status, 202, JSON.stringify(r.body));
-  return r.body.task_id as string;
-}
-const get = async (stack: Stack, id: string) => (await stack.api(`/v1/tasks/${id}`)).body;
-const waitingStep = (stack: Stack, id: string, stepId: string) =>
-  waitFor(
-    async () => {
-      const s = (await get(stack, id)).steps.find((x: { id: string }) => x.id === stepId);
-      return s?.status === "waiting" ? s : null;
-    },
-    10_000,
-    `step ${stepId} of ${id} to wait`,
-  );
-const end = (stack: Stack, id: string) =>
-  waitFor(
-    async () => {
-      const t = await get(stack, id);
-      return ended.has(t.status) ? t : null;
-    },
-    15_000,
-    `task ${id} to end`,
-  );
 const post = async (url: string, body: string) => {
   const r = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body });
   const text = await r.text();
