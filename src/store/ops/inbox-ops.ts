@@ -3,26 +3,24 @@ import { type InboxDbRow, toInbox } from "../rows.ts";
 import type { Tx } from "../sql/tx.ts";
 import type { InboxEventRow, InboxStatus, Lease, NewInboxEvent } from "../store.ts";
 import { applyItem } from "../work-items.ts";
+import { assertLease, removeItem } from "./queue-ops.ts";
 
 /*
  * The inbox of provider events and callbacks as it is recorded, read and replayed, and the
- * retention sweeps, written once for both dialects. Applying an event to its job stays with
- * the engine operations of each dialect for now.
+ * retention sweeps, written once for both dialects. Applying an event to its job is an
+ * engine operation (engine-ops.ts).
  */
 
 type InboxFields = { type?: string; jobExternalId?: string; note?: string };
 
-/**
- * The SQL of `markInbox`, which SQLite's engine operations still call synchronously; one
- * text, so both paths run the same statement.
- */
-export const inboxSql = {
+/** The statement of `markInbox`. */
+const inboxSql = {
   mark: `UPDATE inbox_events SET status = ?, type = COALESCE(?, type), job_external_id = COALESCE(?, job_external_id),
        note = ?, updated_at = ? WHERE id = ?`,
 };
 
 /** inboxSql.mark's parameters. */
-export const markParams = (now: number, id: string, status: InboxStatus, f: InboxFields) => [
+const markParams = (now: number, id: string, status: InboxStatus, f: InboxFields) => [
   status,
   f.type ?? null,
   f.jobExternalId ?? null,
@@ -89,7 +87,7 @@ export async function replayInboxEvent(tx: Tx, id: string): Promise<InboxEventRo
   const row = await tx.get<{ id: string }>(`SELECT id FROM inbox_events WHERE id = ?${tx.d.forUpdate}`, [id]);
   if (!row) throw new LonghaulError("EVENT_NOT_FOUND", `No inbox event ${id}.`);
   await markInbox(tx, id, "received", { note: "replayed" });
-  await tx.queue.enqueue([applyItem(null, id)]);
+  await tx.enqueue([applyItem(null, id)]);
   return (await getInboxEvent(tx, id))!;
 }
 
@@ -111,7 +109,7 @@ export async function recordEvent(tx: Tx, e: NewInboxEvent): Promise<{ id: strin
     ))!;
     return { id: existing.id, duplicate: true };
   }
-  await tx.queue.enqueue([applyItem(null, inserted.id)]);
+  await tx.enqueue([applyItem(null, inserted.id)]);
   return { id: inserted.id, duplicate: false };
 }
 
@@ -126,7 +124,7 @@ export async function getInboxEvent(tx: Tx, id: string): Promise<InboxEventRow |
  * (completed). No events, nothing enqueued.
  */
 export async function rejectInboxEvent(tx: Tx, lease: Lease, inboxId: string, note: string): Promise<void> {
-  await tx.queue.assertLease(lease);
-  await tx.queue.complete(lease);
+  await assertLease(tx, lease);
+  await removeItem(tx, lease);
   await markInbox(tx, inboxId, "invalid", { note });
 }

@@ -21,13 +21,14 @@ import type {
   WebhookEndpointRow,
 } from "../store.ts";
 import { deliverItem } from "../work-items.ts";
+import { complete, fail } from "./queue-ops.ts";
 
 /*
  * Outbound webhooks: endpoints, their delivery log and delivery attempts, written once for
  * both dialects. No operation here emits task events. Row locks are PostgreSQL's
  * (`tx.d.forUpdate`), always endpoint before delivery, the order fan-out's FOR SHARE takes
  * them in; SQLite's single writer needs none. The fan-out of new task events to deliveries
- * is still written per dialect (sqlite/fan-out.ts, postgres/fan-out.ts), with event appending.
+ * is in fan-out.ts.
  */
 
 /**
@@ -152,7 +153,7 @@ export async function replayDelivery(
      WHERE id = ? RETURNING *`,
     [now, now, deliveryId],
   ))!;
-  await tx.queue.enqueue([deliverItem(tenantId, deliveryId, now)]);
+  await tx.enqueue([deliverItem(tenantId, deliveryId, now)]);
   return toDelivery(row);
 }
 
@@ -259,15 +260,15 @@ export async function recordAttempt(
     await tx.get(`SELECT 1 FROM webhook_endpoints WHERE id = ?${tx.d.forUpdate}`, [known.endpoint_id]);
   const d = await deliveryRow(true);
   if (!d) {
-    await tx.queue.complete(lease);
+    await complete(tx, lease);
     return;
   }
   const now = tx.clock.now();
   let state = attemptState(d.state, r);
   if (state === "pending" && r.outcome === "retry") {
-    if ((await tx.queue.fail(lease, r.error.message, r.nextAttemptAt)) === "dead") state = "dead";
+    if ((await fail(tx, lease, r.error.message, r.nextAttemptAt)) === "dead") state = "dead";
   } else {
-    await tx.queue.complete(lease);
+    await complete(tx, lease);
   }
   await tx.run(
     `UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1, round_attempts = round_attempts + 1,

@@ -25,11 +25,8 @@ import { countUsage, tasksSubmittedToday, tenant, wakeParked } from "./tenant-op
  * under SQLite's single writer, and cannot deadlock on each other's step or job rows.
  */
 
-/**
- * The SQL of the task operations that the not yet shared SQLite operations still call
- * synchronously (sqlite/task-sync.ts); one text each, so both paths run the same statement.
- */
-export const taskSql = {
+/** The statements a task's status change is read and written with. */
+const taskSql = {
   byId: "SELECT * FROM tasks WHERE id = ?",
   lock: (d: Dialect) => `SELECT * FROM tasks WHERE id = ?${d.forUpdate}`,
   setStatus:
@@ -37,7 +34,7 @@ export const taskSql = {
 };
 
 /** setStatus's parameters. */
-export const statusParams = (
+const statusParams = (
   now: number,
   taskId: string,
   status: TaskStatus,
@@ -51,7 +48,7 @@ export const statusParams = (
 ];
 
 /** The data of the `task.<status>` event a status change emits. */
-export function statusEvent(status: TaskStatus, fields: { output?: unknown; error?: ErrorInfo | null }) {
+function statusEvent(status: TaskStatus, fields: { output?: unknown; error?: ErrorInfo | null }) {
   const data: Record<string, unknown> = { status };
   if (fields.output !== undefined) data.output = fields.output;
   if (fields.error) data.error = fields.error;
@@ -117,7 +114,7 @@ export async function submitTask(tx: Tx, t: NewTask): Promise<{ task: TaskRow; c
   const counted = await countUsage(tx, t.tenantId, { tasks_submitted: 1 });
   if (t0) checkSubmitQuotas(t0, counted.tasks_submitted - 1, now);
   tx.emit(t.tenantId, row.id, "task.created", { type: t.type });
-  await tx.queue.enqueue([advanceItem(t.tenantId, row.id)]);
+  await tx.enqueue([advanceItem(t.tenantId, row.id)]);
   return { task: toTask(row), created: true };
 }
 
@@ -204,7 +201,7 @@ export async function cancelTask(tx: Tx, tenantId: string, taskId: string): Prom
     "SELECT id FROM jobs WHERE task_id = ? AND status IN ('created', 'running') ORDER BY id",
     [taskId],
   );
-  await tx.queue.enqueue(live.map((j) => cancelJobItem(tenantId, j.id)));
+  await tx.enqueue(live.map((j) => cancelJobItem(tenantId, j.id)));
   await setTaskStatus(tx, t, "canceled");
   await wakeParked(tx, tenantId);
   return (await taskRow(tx, taskId))!;
@@ -228,4 +225,12 @@ export async function taskEvents(
         [tenantId, afterSeq, limit],
       );
   return rows.map(toTaskEvent);
+}
+
+/** The seq of the tenant's newest task event, 0 if none. */
+export async function lastTaskEventSeq(tx: Tx, tenantId: string): Promise<number> {
+  const r = await tx.get<{ s: number | null }>("SELECT MAX(seq) AS s FROM task_events WHERE tenant_id = ?", [
+    tenantId,
+  ]);
+  return r?.s ?? 0;
 }

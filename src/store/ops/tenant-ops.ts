@@ -34,11 +34,8 @@ const TENANT_COLUMNS = `t.*,
 
 type Counter = "tasks_submitted" | "jobs_created" | "jobs_failed" | "tokens";
 
-/**
- * The SQL of the operations that the not yet shared SQLite operations still call synchronously
- * (sqlite/tenant-sync.ts); one text each, so both paths run the same statement.
- */
-export const tenantSql = {
+/** The statements the tenant reads, usage counters and job slots below share. */
+const tenantSql = {
   byId: `SELECT ${TENANT_COLUMNS} FROM tenants t WHERE t.id = ?`,
   countUsage: `INSERT INTO usage_daily AS u (tenant_id, day, tasks_submitted, jobs_created, jobs_failed, tokens)
      VALUES (?, ?, ?, ?, ?, ?)
@@ -55,10 +52,10 @@ export const tenantSql = {
 };
 
 /** The two period parameters of TENANT_COLUMNS at `now`. */
-export const periods = (now: number) => [periodStart(now, "day"), periodStart(now, "month")];
+const periods = (now: number) => [periodStart(now, "day"), periodStart(now, "month")];
 
 /** countUsage's parameters: the tenant, today, then the four counters in column order. */
-export const usageParams = (now: number, tenantId: string, add: Partial<Record<Counter, number>>) => [
+const usageParams = (now: number, tenantId: string, add: Partial<Record<Counter, number>>) => [
   tenantId,
   dayOf(now),
   add.tasks_submitted ?? 0,

@@ -36,6 +36,7 @@ import {
   waitSetup,
 } from "../wait-rules.ts";
 import { advanceItem, cancelJobItem, dispatchItem, timerKeys } from "../work-items.ts";
+import { assertLease, removeItem } from "./queue-ops.ts";
 import { lockTask, taskRow } from "./task-ops.ts";
 import { wakeParked } from "./tenant-ops.ts";
 
@@ -48,11 +49,8 @@ import { wakeParked } from "./tenant-ops.ts";
 
 type EndFields = { output?: unknown; error?: ErrorInfo };
 
-/**
- * The SQL of `endWait`, which the not yet shared SQLite engine operations still call
- * synchronously (sqlite/wait-sync.ts); one text each, so both paths run the same statement.
- */
-export const waitSql = {
+/** The statements of `endWait`. */
+const waitSql = {
   end: `UPDATE steps SET status = ?, output = ?, error = ?, updated_at = ?
       WHERE task_id = ? AND step_id = ? AND status = 'waiting'`,
   dropSubscription: "DELETE FROM event_waits WHERE task_id = ? AND step_id = ?",
@@ -61,7 +59,7 @@ export const waitSql = {
 };
 
 /** waitSql.end's parameters. */
-export const endParams = (now: number, taskId: string, stepId: string, status: string, f: EndFields) => [
+const endParams = (now: number, taskId: string, stepId: string, status: string, f: EndFields) => [
   status,
   status === "succeeded" ? json(f.output) : null,
   f.error ? json(f.error) : null,
@@ -71,7 +69,7 @@ export const endParams = (now: number, taskId: string, stepId: string, status: s
 ];
 
 /** The data of the `step.<status>` event that ends a wait. */
-export function endEvent(stepId: string, f: EndFields) {
+function endEvent(stepId: string, f: EndFields) {
   const data: Record<string, unknown> = { step_id: stepId };
   if (f.error) data.error = f.error;
   return data;
@@ -105,7 +103,7 @@ export async function registerWait(
   taskId: string,
   w: WaitRequest,
 ): Promise<StoredStep> {
-  await tx.queue.assertLease(lease);
+  await assertLease(tx, lease);
   if (w.kind === "wait_event") {
     const known = (await taskRow(tx, taskId))!;
     await signalLock(tx, known.tenantId, w.match.event);
@@ -159,7 +157,7 @@ export async function registerWait(
       now,
     ],
   );
-  await tx.queue.enqueue([...items, ...setup.timers]);
+  await tx.enqueue([...items, ...setup.timers]);
   tx.emit(task.tenantId, taskId, "step.waiting", setup.event);
   if (w.kind === "wait_event") {
     // ARCHITECTURE §3.5: a signal that came after the task was created, but before this wait, counts.
@@ -175,7 +173,7 @@ export async function registerWait(
 
 /** Notes that the step's capability was handed to its worker. Locks: the lease's item. No events. */
 export async function markHandedOff(tx: Tx, lease: Lease, taskId: string, stepId: string): Promise<void> {
-  await tx.queue.assertLease(lease);
+  await assertLease(tx, lease);
   await tx.run(`UPDATE steps SET handed_off = ${tx.d.true} WHERE task_id = ? AND step_id = ?`, [
     taskId,
     stepId,
@@ -200,7 +198,7 @@ export async function endWait(
   const keys = timerKeys(task.id, stepId);
   await tx.run(waitSql.dropTimers(keys.length), keys);
   tx.emit(task.tenantId, task.id, `step.${status}`, endEvent(stepId, fields));
-  if (!isTerminalTask(task.status)) await tx.queue.enqueue([advanceItem(task.tenantId, task.id)]);
+  if (!isTerminalTask(task.status)) await tx.enqueue([advanceItem(task.tenantId, task.id)]);
   return true;
 }
 
@@ -378,8 +376,8 @@ export async function fireReminder(
   stepId: string,
   type: "reminder" | "escalation",
 ): Promise<boolean> {
-  await tx.queue.assertLease(lease);
-  await tx.queue.complete(lease);
+  await assertLease(tx, lease);
+  await removeItem(tx, lease);
   const task = await lockTask(tx, taskId);
   const step = await stepRow(tx, taskId, stepId);
   if (!task || !step || step.status !== "waiting" || isTerminalTask(task.status)) return false;
@@ -394,8 +392,8 @@ export async function fireReminder(
  * a `cancel_job` for a live job that asked for it; wakes the tenant's parked work.
  */
 export async function fireTimeout(tx: Tx, lease: Lease, taskId: string, stepId: string): Promise<boolean> {
-  await tx.queue.assertLease(lease);
-  await tx.queue.complete(lease);
+  await assertLease(tx, lease);
+  await removeItem(tx, lease);
   const task = await lockTask(tx, taskId);
   const step = await stepRow(tx, taskId, stepId);
   if (!task || !step || step.status !== "waiting") return false;
@@ -416,6 +414,6 @@ async function timeOutJob(tx: Tx, task: TaskRow, jobId: string): Promise<void> {
   await tx.run("DELETE FROM work_items WHERE dedupe_key = ? AND status = 'pending'", [`poll:${job.id}`]);
   // A boolean on PostgreSQL, 1 or 0 under SQLite.
   if (job.cancel_on_timeout === true || job.cancel_on_timeout === 1) {
-    await tx.queue.enqueue([cancelJobItem(task.tenantId, job.id)]);
+    await tx.enqueue([cancelJobItem(task.tenantId, job.id)]);
   }
 }

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { PoolClient, QueryResultRow } from "pg";
 import type { Clock } from "../../core/clock.ts";
 import type { IdGenerator } from "../../core/ids.ts";
+import type { PendingEvent } from "../sql/tx.ts";
 
 const names = new Map<string, string>();
 
@@ -35,15 +36,6 @@ export class Sql {
     const r = await this.client.query({ name: statementName(text), text, values: [...params] });
     return r.rowCount ?? 0;
   }
-}
-
-/** A task event emitted by an operation; appended to the log just before its COMMIT. */
-export interface PendingEvent {
-  tenantId: string;
-  taskId: string;
-  type: string;
-  data: string;
-  createdAt: number;
 }
 
 /** What an operation leaves for its commit to announce. */

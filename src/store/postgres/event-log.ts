@@ -1,12 +1,8 @@
 import { json } from "../json.ts";
+import { fanOut } from "../ops/fan-out.ts";
+import type { AppendedEvent } from "../sql/tx.ts";
 import { advisoryLock, type Ctx } from "./db.ts";
-import { fanOut } from "./fan-out.ts";
-
-/** A task event once it has its sequence number. */
-export interface AppendedEvent {
-  tenantId: string;
-  seq: number;
-}
+import { txOf } from "./tx.ts";
 
 /** Emits a task event from the current operation; it is appended at the end of the transaction. */
 export function emit(c: Ctx, tenantId: string, taskId: string, type: string, data: unknown): void {
@@ -50,17 +46,8 @@ export async function appendTaskEvents(c: Ctx, channel: string): Promise<Appende
     ],
   );
   const appended = rows.map((r) => ({ tenantId: r.tenant_id, taskId: r.task_id, seq: r.seq, type: r.type }));
-  await fanOut(c, appended);
+  await fanOut(txOf(c), appended);
   return appended;
-}
-
-/** The seq of the tenant's newest task event, 0 if none. */
-export async function lastTaskEventSeq(c: Ctx, tenantId: string): Promise<number> {
-  const r = await c.sql.get<{ s: number | null }>(
-    "SELECT max(seq) AS s FROM task_events WHERE tenant_id = $1",
-    [tenantId],
-  );
-  return r?.s ?? 0;
 }
 
 /** The newest seq of each tenant's log that has one. */

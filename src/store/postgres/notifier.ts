@@ -1,6 +1,6 @@
 import { EventEmitter } from "node:events";
 import { Client, type Notification } from "pg";
-import type { AppendedEvent } from "./event-log.ts";
+import type { AppendedEvent } from "../sql/tx.ts";
 import type { PostgresTarget } from "./pool.ts";
 
 const MAX_BACKOFF_MS = 5000;

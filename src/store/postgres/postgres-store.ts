@@ -1,42 +1,17 @@
 import { randomUUID } from "node:crypto";
 import type { Pool } from "pg";
 import { type Clock, systemClock } from "../../core/clock.ts";
-import { type ErrorInfo, LonghaulError } from "../../core/errors.ts";
+import { LonghaulError } from "../../core/errors.ts";
 import { type IdGenerator, ulidGenerator } from "../../core/ids.ts";
-import type { JobStatus } from "../../core/job-state.ts";
-import type { ProviderEvent } from "../../core/provider-event.ts";
-import type { Quotas } from "../../core/quotas.ts";
-import type { RunOutcome } from "../../core/replay.ts";
-import type { WaitRequest } from "../../core/wait.ts";
-import * as shared from "../ops/engine-ops.ts";
-import * as inbox from "../ops/inbox-ops.ts";
-import * as outbound from "../ops/outbound-ops.ts";
-import * as tasks from "../ops/task-ops.ts";
-import * as tenants from "../ops/tenant-ops.ts";
-import * as waits from "../ops/wait-ops.ts";
-import type {
-  AdvanceResult,
-  ApprovalDecisionInput,
-  CallbackDelivery,
-  DeliveryAttemptResult,
-  DeliveryState,
-  InboxStatus,
-  Lease,
-  NewInboxEvent,
-  NewTask,
-  NewWebhookEndpoint,
-  NewWorkItem,
-  Store,
-  TaskQuery,
-} from "../store.ts";
+import { type InboxDbRow, toInbox } from "../rows.ts";
+import { type Runner, SqlStore } from "../sql/sql-store.ts";
+import type { Lease } from "../store.ts";
 import { claim } from "./claim.ts";
-import * as engine from "./engine-ops.ts";
-import { lastTaskEventSeq, latestSeqs } from "./event-log.ts";
-import * as meta from "./meta-ops.ts";
+import { latestSeqs } from "./event-log.ts";
 import { migrate } from "./migrate.ts";
 import { Notifier } from "./notifier.ts";
 import { createPool, parseTarget } from "./pool.ts";
-import * as queue from "./queue-ops.ts";
+import { complete } from "./queue-ops.ts";
 import { Transactions } from "./transactions.ts";
 import { txOf } from "./tx.ts";
 
@@ -61,14 +36,21 @@ const HEALTH_TIMEOUT_MS = 2000;
  * every node through LISTEN/NOTIFY. A database that is down surfaces as STORE_UNAVAILABLE
  * (503), and the store recovers by itself when it is back.
  */
-export class PostgresStore implements Store {
+export class PostgresStore extends SqlStore {
   readonly schema: string;
   private readonly pool: Pool;
   private readonly tx: Transactions;
   private readonly notifier: Notifier;
   private readonly clock: Clock;
 
+  protected readonly run: Runner = {
+    write: (op) => this.tx.write((c) => op(txOf(c))),
+    snapshot: (op) => this.tx.snapshot((c) => op(txOf(c))),
+    read: (op) => this.tx.read((c) => op(txOf(c))),
+  };
+
   constructor(opts: PostgresStoreOptions) {
+    super();
     const target = parseTarget(opts.url, opts.applicationName);
     this.schema = target.schema;
     this.clock = opts.clock ?? systemClock;
@@ -164,221 +146,29 @@ export class PostgresStore implements Store {
     await this.pool.end();
   }
 
-  createTenant(t: { id?: string; name: string; keyHash: string; keyHint?: string; quotas?: Quotas }) {
-    return this.tx.write((c) => tenants.createTenant(txOf(c), t));
-  }
-  ensureTenant(t: { id: string; name: string; keyHash: string }) {
-    return this.tx.write((c) => tenants.ensureTenant(txOf(c), t));
-  }
-  tenantByKeyHash(keyHash: string) {
-    return this.tx.read((c) => tenants.tenantByKeyHash(txOf(c), keyHash));
-  }
-  getTenant(id: string) {
-    return this.tx.read((c) => tenants.tenant(txOf(c), id));
-  }
-  listTenants() {
-    return this.tx.read((c) => tenants.listTenants(txOf(c)));
-  }
-  updateTenant(id: string, patch: { name?: string; quotas?: Quotas }) {
-    return this.tx.write((c) => tenants.updateTenant(txOf(c), id, patch));
-  }
-  addApiKey(tenantId: string, keyHash: string, hint: string) {
-    return this.tx.write((c) => tenants.addApiKey(txOf(c), tenantId, keyHash, hint));
-  }
-  revokeApiKey(tenantId: string, keyId: string) {
-    return this.tx.write((c) => tenants.revokeApiKey(txOf(c), tenantId, keyId));
-  }
-  listApiKeys(tenantId: string) {
-    return this.tx.read((c) => tenants.listApiKeys(txOf(c), tenantId));
-  }
-  usage(tenantId: string, days: number) {
-    return this.tx.snapshot((c) => tenants.usage(txOf(c), tenantId, days));
-  }
-
-  submitTask(t: NewTask) {
-    return this.tx.write((c) => tasks.submitTask(txOf(c), t));
-  }
-  getTask(tenantId: string, taskId: string) {
-    return this.tx.snapshot((c) => tasks.getTask(txOf(c), tenantId, taskId));
-  }
-  listTasks(tenantId: string, q: TaskQuery) {
-    return this.tx.read((c) => tasks.listTasks(txOf(c), tenantId, q));
-  }
-  cancelTask(tenantId: string, taskId: string) {
-    return this.tx.write((c) => tasks.cancelTask(txOf(c), tenantId, taskId));
-  }
-
-  loadForAdvance(taskId: string) {
-    return this.tx.snapshot((c) => shared.loadForAdvance(txOf(c), taskId));
-  }
-  beginAdvance(lease: Lease, taskId: string) {
-    return this.tx.write((c) => engine.beginAdvance(c, lease, taskId));
-  }
-  acquireJobSlot(lease: Lease, jobId: string) {
-    return this.tx.write((c) => engine.acquireJobSlot(c, lease, jobId));
-  }
-  storeRunOutcome(lease: Lease, taskId: string, outcome: RunOutcome) {
-    return this.tx.write((c) => engine.storeRunOutcome(c, lease, taskId, outcome));
-  }
-  finishAdvance(lease: Lease, taskId: string, result: AdvanceResult) {
-    return this.tx.write((c) => engine.finishAdvance(c, lease, taskId, result));
-  }
-  getJob(jobId: string) {
-    return this.tx.read((c) => shared.getJob(txOf(c), jobId));
-  }
-  recordJobCreated(lease: Lease, jobId: string, externalId: string, status: JobStatus) {
-    return this.tx.write((c) => engine.recordJobCreated(c, lease, jobId, externalId, status));
-  }
-  failJob(lease: Lease, jobId: string, error: ErrorInfo) {
-    return this.tx.write((c) => engine.failJob(c, lease, jobId, error));
-  }
-  recordEvent(e: NewInboxEvent) {
-    return this.tx.write((c) => inbox.recordEvent(txOf(c), e));
-  }
-  getInboxEvent(id: string) {
-    return this.tx.read((c) => inbox.getInboxEvent(txOf(c), id));
-  }
-  applyJobEvent(lease: Lease, inboxId: string, provider: string, event: ProviderEvent) {
-    return this.tx.write((c) => engine.applyJobEvent(c, lease, inboxId, provider, event));
-  }
-  rejectInboxEvent(lease: Lease, inboxId: string, note: string) {
-    return this.tx.write((c) => inbox.rejectInboxEvent(txOf(c), lease, inboxId, note));
-  }
-  recordPoll(
-    lease: Lease,
-    jobId: string,
-    event: NewInboxEvent | null,
-    next: { runAt: number; attempt: number } | null,
-  ) {
-    return this.tx.write((c) => engine.recordPoll(c, lease, jobId, event, next));
-  }
-  pruneDeliveries(before: number) {
-    return this.tx.write((c) => inbox.pruneDeliveries(txOf(c), before));
-  }
-  pruneSignals(before: number) {
-    return this.tx.write((c) => inbox.pruneSignals(txOf(c), before));
-  }
-  pruneInbox(before: number) {
-    return this.tx.write((c) => inbox.pruneInbox(txOf(c), before));
-  }
-  listInbox(q: { source?: string; status?: InboxStatus; limit: number; cursor?: string }) {
-    return this.tx.read((c) => inbox.listInbox(txOf(c), q));
-  }
-  replayInboxEvent(id: string) {
-    return this.tx.write((c) => inbox.replayInboxEvent(txOf(c), id));
-  }
-
-  fireTimeout(lease: Lease, taskId: string, stepId: string) {
-    return this.tx.write((c) => waits.fireTimeout(txOf(c), lease, taskId, stepId));
-  }
-  registerWait(lease: Lease, taskId: string, wait: WaitRequest) {
-    return this.tx.write((c) => waits.registerWait(txOf(c), lease, taskId, wait));
-  }
-  markHandedOff(lease: Lease, taskId: string, stepId: string) {
-    return this.tx.write((c) => waits.markHandedOff(txOf(c), lease, taskId, stepId));
-  }
-  stepForToken(tenantId: string, taskId: string, stepId: string) {
-    return this.tx.snapshot((c) => waits.stepForToken(txOf(c), tenantId, taskId, stepId));
-  }
-  completeCallback(d: CallbackDelivery) {
-    return this.tx.write((c) => waits.completeCallback(txOf(c), d));
-  }
-  decideApproval(d: ApprovalDecisionInput) {
-    return this.tx.write((c) => waits.decideApproval(txOf(c), d));
-  }
-  approvalDecisions(taskId: string, stepId: string) {
-    return this.tx.read((c) => waits.approvalDecisions(txOf(c), taskId, stepId));
-  }
-  recordSignal(s: { tenantId: string; name: string; data: unknown; clientId: string | null }) {
-    return this.tx.write((c) => waits.recordSignal(txOf(c), s));
-  }
-  fireReminder(lease: Lease, taskId: string, stepId: string, type: "reminder" | "escalation") {
-    return this.tx.write((c) => waits.fireReminder(txOf(c), lease, taskId, stepId, type));
-  }
-
-  enqueue(items: NewWorkItem[]) {
-    return this.tx.write((c) => queue.enqueue(c, items));
-  }
+  /** One statement, without a transaction around it. */
   claim(owner: string, limit: number, leaseMs: number) {
     return this.tx.statement((c) => claim(c, owner, limit, leaseMs));
   }
-  complete(lease: Lease) {
-    return this.tx.statement((c) => queue.complete(c, lease));
-  }
-  extendLease(lease: Lease, leaseMs: number) {
-    return this.tx.write((c) => queue.extendLease(c, lease, leaseMs));
-  }
-  fail(lease: Lease, error: string, retryAt: number) {
-    return this.tx.write((c) => queue.fail(c, lease, error, retryAt));
-  }
-  recoverExpiredLeases() {
-    return this.tx.write((c) => queue.recoverExpiredLeases(c));
+  /** The lease check, the delete and the wake-up in one statement, on the worker's hot path. */
+  override complete(lease: Lease) {
+    return this.tx.statement((c) => complete(c, lease));
   }
   /** Nothing: other nodes may be alive and holding their leases; expiry hands them back. */
   async releaseOrphanedLeases() {
     return 0;
   }
-  nextRunAt() {
-    return this.tx.read((c) => queue.nextRunAt(c));
-  }
-  deadItems(limit: number) {
-    return this.tx.read((c) => queue.deadItems(c, limit));
-  }
 
-  taskEvents(tenantId: string, afterSeq: number, limit: number, taskId?: string) {
-    return this.tx.read((c) => tasks.taskEvents(txOf(c), tenantId, afterSeq, limit, taskId));
-  }
-  getMeta(key: string) {
-    return this.tx.read((c) => meta.getMeta(c, key));
-  }
-  putMetaIfAbsent(key: string, value: string) {
-    return this.tx.write((c) => meta.putMetaIfAbsent(c, key, value));
-  }
-
-  lastTaskEventSeq(tenantId: string) {
-    return this.tx.read((c) => lastTaskEventSeq(c, tenantId));
-  }
-
-  createWebhookEndpoint(e: NewWebhookEndpoint) {
-    return this.tx.write((c) => outbound.createEndpoint(txOf(c), e));
-  }
-  listWebhookEndpoints(tenantId: string) {
-    return this.tx.read((c) => outbound.listEndpoints(txOf(c), tenantId));
-  }
-  deleteWebhookEndpoint(tenantId: string, endpointId: string) {
-    return this.tx.write((c) => outbound.deleteEndpoint(txOf(c), tenantId, endpointId));
-  }
-  listWebhookDeliveries(
-    tenantId: string,
-    endpointId: string,
-    q: { limit: number; cursor?: string | undefined; state?: DeliveryState | undefined },
-  ) {
-    return this.tx.snapshot((c) => outbound.listDeliveries(txOf(c), tenantId, endpointId, q));
-  }
-  replayWebhookDelivery(tenantId: string, endpointId: string, deliveryId: string) {
-    return this.tx.write((c) => outbound.replayDelivery(txOf(c), tenantId, endpointId, deliveryId));
-  }
-  rotateWebhookEndpointSecret(
-    tenantId: string,
-    endpointId: string,
-    secret: string,
-    previousOverlapMs: number | null,
-  ) {
-    return this.tx.write((c) =>
-      outbound.rotateSecret(txOf(c), tenantId, endpointId, secret, previousOverlapMs),
+  /** Every inbox row of the given jobs of one provider, oldest first (a task's timeline). */
+  async inboxForJobs(provider: string, externalIds: string[]) {
+    if (externalIds.length === 0) return [];
+    const rows = await this.tx.read((c) =>
+      c.sql.all<InboxDbRow>(
+        `SELECT * FROM inbox_events WHERE provider = $1 AND job_external_id = ANY($2::text[])
+          ORDER BY received_at, id`,
+        [provider, externalIds],
+      ),
     );
-  }
-  resealSecrets(reseal: (stored: string) => string, metaKeys: readonly string[]) {
-    return this.tx.write((c) => outbound.resealSecrets(txOf(c), reseal, metaKeys));
-  }
-  deliveryForAttempt(deliveryId: string) {
-    return this.tx.snapshot((c) => outbound.deliveryForAttempt(txOf(c), deliveryId));
-  }
-  recordDeliveryAttempt(lease: Lease, deliveryId: string, result: DeliveryAttemptResult) {
-    return this.tx.write((c) => outbound.recordAttempt(txOf(c), lease, deliveryId, result));
-  }
-
-  inboxForJobs(provider: string, externalIds: string[]) {
-    return this.tx.read((c) => engine.inboxForJobs(c, provider, externalIds));
+    return rows.map(toInbox);
   }
 }

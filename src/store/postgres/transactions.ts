@@ -1,8 +1,9 @@
 import type { Pool, PoolClient } from "pg";
 import type { Clock } from "../../core/clock.ts";
 import type { IdGenerator } from "../../core/ids.ts";
+import type { AppendedEvent } from "../sql/tx.ts";
 import { type Ctx, type Effects, Sql } from "./db.ts";
-import { type AppendedEvent, appendTaskEvents } from "./event-log.ts";
+import { appendTaskEvents } from "./event-log.ts";
 import { isConnectionError, type PostgresTarget, resourceError, unavailable } from "./pool.ts";
 
 /** Who hears of this process's commits (the notifier). */

@@ -2,7 +2,7 @@ import type { Tx } from "../sql/tx.ts";
 import { postgresDialect } from "../sql/tx.ts";
 import { advisoryLock, type Ctx } from "./db.ts";
 import { emit } from "./event-log.ts";
-import { assertLease, complete, enqueue, fail } from "./queue-ops.ts";
+import { enqueue } from "./queue-ops.ts";
 
 const rewritten = new Map<string, string>();
 
@@ -41,12 +41,7 @@ export function txOf(c: Ctx): Tx {
       wake: () => {
         c.effects.work = true;
       },
-      queue: {
-        assertLease: (lease) => assertLease(c, lease),
-        enqueue: (items) => enqueue(c, items),
-        complete: (lease) => complete(c, lease),
-        fail: (lease, error, retryAt) => fail(c, lease, error, retryAt),
-      },
+      enqueue: (items) => enqueue(c, items),
     };
     txs.set(c, tx);
   }

@@ -1,6 +1,6 @@
 import type { Clock } from "../../core/clock.ts";
 import type { IdGenerator } from "../../core/ids.ts";
-import type { Lease, NewWorkItem } from "../store.ts";
+import type { NewWorkItem } from "../store.ts";
 
 /**
  * What really differs between the dialects inside one SQL text: literals and clauses one of
@@ -14,29 +14,33 @@ export interface Dialect {
   /** Row locks: PostgreSQL's `FOR UPDATE` / `FOR SHARE`; empty under SQLite's single writer. */
   readonly forUpdate: string;
   readonly forShare: string;
+  /** `FOR UPDATE SKIP LOCKED`: pass over rows another transaction holds; empty under SQLite. */
+  readonly skipLocked: string;
+  /** The scalar smaller and larger of two values: SQLite's `MIN`/`MAX`, PostgreSQL's `LEAST`/`GREATEST`. */
+  readonly least: string;
+  readonly greatest: string;
 }
 
-export const sqliteDialect: Dialect = { name: "sqlite", true: "1", false: "0", forUpdate: "", forShare: "" };
+export const sqliteDialect: Dialect = {
+  name: "sqlite",
+  true: "1",
+  false: "0",
+  forUpdate: "",
+  forShare: "",
+  skipLocked: "",
+  least: "MIN",
+  greatest: "MAX",
+};
 export const postgresDialect: Dialect = {
   name: "postgres",
   true: "TRUE",
   false: "FALSE",
   forUpdate: " FOR UPDATE",
   forShare: " FOR SHARE",
+  skipLocked: " FOR UPDATE SKIP LOCKED",
+  least: "LEAST",
+  greatest: "GREATEST",
 };
-
-/**
- * The work queue as operations of other families need it. Claiming differs per dialect (SKIP
- * LOCKED against SQLite's single writer), so each dialect supplies these until the queue's
- * own operations are shared too.
- */
-export interface QueueOps {
-  /** LEASE_LOST unless `lease` is still held; PostgreSQL also locks the item's row. */
-  assertLease(lease: Lease): Promise<void>;
-  enqueue(items: readonly NewWorkItem[]): Promise<void>;
-  complete(lease: Lease): Promise<void>;
-  fail(lease: Lease, error: string, retryAt: number): Promise<"retry" | "dead">;
-}
 
 /**
  * One store operation's view of its transaction. An operation is an async function of a `Tx`
@@ -63,11 +67,35 @@ export interface Tx {
    */
   lock(key: string): Promise<void>;
   /**
-   * Emits a task event: PostgreSQL appends it just before COMMIT under the tenant's lock and
-   * NOTIFYs it; SQLite appends it at once and announces it after COMMIT. Both fan it out.
+   * Emits a task event. The operation's events are appended at its end, in one go, with the
+   * outbound deliveries they owe (`ops/fan-out.ts`), and announced after COMMIT: PostgreSQL
+   * appends them just before COMMIT under the tenant's lock and NOTIFYs them.
    */
   emit(tenantId: string, taskId: string, type: string, data: unknown): void;
   /** Work may have become due: the commit wakes the workers (NOTIFY, or in-process). */
   wake(): void;
-  readonly queue: QueueOps;
+  /**
+   * Inserts work items and wakes the workers. A dedupe key already held by a pending item
+   * keeps one item, due at the earlier time. Per dialect: PostgreSQL inserts a batch in one
+   * statement.
+   */
+  enqueue(items: readonly NewWorkItem[]): Promise<void>;
+}
+
+/** A task event emitted by an operation, waiting to be appended at its end. */
+export interface PendingEvent {
+  tenantId: string;
+  taskId: string;
+  type: string;
+  /** JSON text. */
+  data: string;
+  createdAt: number;
+}
+
+/** A task event once appended, as fan-out and the announcement need it. */
+export interface AppendedEvent {
+  tenantId: string;
+  taskId: string;
+  seq: number;
+  type: string;
 }

@@ -1,8 +1,6 @@
 import type { Statement } from "better-sqlite3";
 import Database from "better-sqlite3";
-import type { Clock } from "../../core/clock.ts";
 import { storageFull } from "../../core/errors.ts";
-import type { IdGenerator } from "../../core/ids.ts";
 
 type Params = readonly unknown[];
 
@@ -28,17 +26,6 @@ export class Sql {
   all<T>(text: string, ...params: Params): T[] {
     return this.prepare(text).all(...params) as T[];
   }
-}
-
-/** What every SQLite operation runs with. */
-export interface Ctx {
-  sql: Sql;
-  clock: Clock;
-  ids: IdGenerator;
-  /** Task events the running write appended, as (tenant, seq), announced once it commits. */
-  appended?: [tenantId: string, seq: number][] | undefined;
-  /** Set when the running write made work due (queued deliveries, woke parked work), so its commit wakes the workers. */
-  wake?: boolean;
 }
 
 /**

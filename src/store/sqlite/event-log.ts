@@ -1,22 +1,24 @@
-import { json } from "../json.ts";
-import type { Ctx } from "./db.ts";
-import { fanOut } from "./fan-out.ts";
+import type { AppendedEvent, PendingEvent } from "../sql/tx.ts";
+import type { Sql } from "./db.ts";
 
 /**
- * Appends to the tenant's task event log (in the caller's transaction), with the outbound
- * deliveries it owes, and notes it to be announced once the transaction commits.
+ * Appends an operation's task events at its end, in its savepoint. The one writer commits
+ * them in sequence order; they are announced once the batch has committed.
  */
-export function emit(c: Ctx, tenantId: string, taskId: string, type: string, data: unknown): void {
-  const { lastInsertRowid } = c.sql.run(
-    "INSERT INTO task_events (tenant_id, task_id, type, data, created_at) VALUES (?, ?, ?, ?, ?)",
-    tenantId,
-    taskId,
-    type,
-    json(data),
-    c.clock.now(),
-  );
-  const seq = Number(lastInsertRowid);
-  c.appended ??= [];
-  c.appended.push([tenantId, seq]);
-  fanOut(c, tenantId, taskId, seq, type);
+export function appendTaskEvents(sql: Sql, events: readonly PendingEvent[]): AppendedEvent[] {
+  return events.map((e) => ({
+    tenantId: e.tenantId,
+    taskId: e.taskId,
+    type: e.type,
+    seq: Number(
+      sql.run(
+        "INSERT INTO task_events (tenant_id, task_id, type, data, created_at) VALUES (?, ?, ?, ?, ?)",
+        e.tenantId,
+        e.taskId,
+        e.type,
+        e.data,
+        e.createdAt,
+      ).lastInsertRowid,
+    ),
+  }));
 }

@@ -1,33 +1,45 @@
-import { sqliteDialect, type Tx } from "../sql/tx.ts";
-import type { Ctx } from "./db.ts";
-import { emit } from "./event-log.ts";
-import { assertLease, complete, enqueue, fail } from "./queue-ops.ts";
+import type { Clock } from "../../core/clock.ts";
+import type { IdGenerator } from "../../core/ids.ts";
+import { json } from "../json.ts";
+import type { PendingEvent, Tx } from "../sql/tx.ts";
+import { sqliteDialect } from "../sql/tx.ts";
+import { enqueue } from "./claim.ts";
+import type { Sql } from "./db.ts";
+
+/** What the running write leaves for its commit: task events to append and announce, a wake-up. */
+export interface Effects {
+  events: PendingEvent[];
+  work: boolean;
+}
 
 /**
  * The shared operations' view of SQLite's connection. Every call runs synchronously and
  * resolves at once, so an operation awaiting only its Tx runs whole inside its savepoint of
- * the group commit's transaction, with nothing of another operation in between.
+ * the group commit's transaction, with nothing of another operation in between. The one
+ * writer runs operations one at a time, so `effects` is the running operation's alone.
  */
-export function sqliteTx(c: Ctx): Tx {
-  return {
+export function sqliteTx(sql: Sql, clock: Clock, ids: IdGenerator, effects: Effects): Tx {
+  const tx: Tx = {
     d: sqliteDialect,
-    clock: c.clock,
-    ids: c.ids,
-    all: async (text, params = []) => c.sql.all(text, ...params),
-    get: async (text, params = []) => c.sql.get(text, ...params),
-    run: async (text, params = []) => c.sql.run(text, ...params).changes,
+    clock,
+    ids,
+    all: async (text, params = []) => sql.all(text, ...params),
+    get: async (text, params = []) => sql.get(text, ...params),
+    run: async (text, params = []) => sql.run(text, ...params).changes,
     bool: (v) => (v ? 1 : 0),
     // The one writer already runs operations one at a time.
     lock: async () => {},
-    emit: (tenantId, taskId, type, data) => emit(c, tenantId, taskId, type, data),
-    wake: () => {
-      c.wake = true;
+    emit: (tenantId, taskId, type, data) => {
+      effects.events.push({ tenantId, taskId, type, data: json(data), createdAt: clock.now() });
     },
-    queue: {
-      assertLease: async (lease) => assertLease(c, lease),
-      enqueue: async (items) => enqueue(c, items),
-      complete: async (lease) => complete(c, lease),
-      fail: async (lease, error, retryAt) => fail(c, lease, error, retryAt),
+    wake: () => {
+      effects.work = true;
+    },
+    enqueue: async (items) => {
+      if (items.length === 0) return;
+      enqueue(sql, clock.now(), items);
+      effects.work = true;
     },
   };
+  return tx;
 }

@@ -1,0 +1,275 @@
+import type { ErrorInfo } from "../../core/errors.ts";
+import type { JobStatus } from "../../core/job-state.ts";
+import type { ProviderEvent } from "../../core/provider-event.ts";
+import type { Quotas } from "../../core/quotas.ts";
+import type { RunOutcome } from "../../core/replay.ts";
+import type { WaitRequest } from "../../core/wait.ts";
+import * as engine from "../ops/engine-ops.ts";
+import * as inbox from "../ops/inbox-ops.ts";
+import * as meta from "../ops/meta-ops.ts";
+import * as outbound from "../ops/outbound-ops.ts";
+import * as queue from "../ops/queue-ops.ts";
+import * as tasks from "../ops/task-ops.ts";
+import * as tenants from "../ops/tenant-ops.ts";
+import * as waits from "../ops/wait-ops.ts";
+import type {
+  AdvanceResult,
+  ApprovalDecisionInput,
+  CallbackDelivery,
+  DeliveryAttemptResult,
+  DeliveryState,
+  InboxEventRow,
+  InboxStatus,
+  Lease,
+  NewInboxEvent,
+  NewTask,
+  NewWebhookEndpoint,
+  NewWorkItem,
+  Store,
+  TaskQuery,
+  WorkItem,
+} from "../store.ts";
+import type { Tx } from "./tx.ts";
+
+/** How a dialect runs one operation of `ops/`, whole, on its connection. */
+export interface Runner {
+  /**
+   * A read-write transaction: under SQLite a savepoint of the group commit's transaction,
+   * under PostgreSQL a transaction of its own, retried from the start after a conflict.
+   * Resolves after COMMIT; its task events and wake-ups are announced then.
+   */
+  write<T>(op: (tx: Tx) => Promise<T>): Promise<T>;
+  /** Several reads that see one consistent snapshot. */
+  snapshot<T>(op: (tx: Tx) => Promise<T>): Promise<T>;
+  /** A single read statement. */
+  read<T>(op: (tx: Tx) => Promise<T>): Promise<T>;
+}
+
+/**
+ * The `Store` both dialects share: every operation is written once in `ops/` and run here
+ * through the dialect's `Runner`. A dialect adds what really differs: claiming, its
+ * notifications, health, migrations and closing (ARCHITECTURE §4.1).
+ */
+export abstract class SqlStore implements Store {
+  protected abstract readonly run: Runner;
+
+  abstract claim(owner: string, limit: number, leaseMs: number): Promise<WorkItem[]>;
+  abstract releaseOrphanedLeases(): Promise<number>;
+  abstract onWork(fn: () => void): () => void;
+  abstract onTaskEvents(fn: (tenantId: string, seq: number) => void): () => void;
+  abstract inboxForJobs(provider: string, externalIds: string[]): Promise<InboxEventRow[]>;
+  abstract health(): Promise<"ok" | "degraded" | "full">;
+  abstract migrate(): Promise<{ from: number; to: number }>;
+  abstract close(): Promise<void>;
+
+  // ── tenants ──
+  createTenant(t: { id?: string; name: string; keyHash: string; keyHint?: string; quotas?: Quotas }) {
+    return this.run.write((tx) => tenants.createTenant(tx, t));
+  }
+  ensureTenant(t: { id: string; name: string; keyHash: string }) {
+    return this.run.write((tx) => tenants.ensureTenant(tx, t));
+  }
+  tenantByKeyHash(keyHash: string) {
+    return this.run.read((tx) => tenants.tenantByKeyHash(tx, keyHash));
+  }
+  getTenant(id: string) {
+    return this.run.read((tx) => tenants.tenant(tx, id));
+  }
+  listTenants() {
+    return this.run.read((tx) => tenants.listTenants(tx));
+  }
+  updateTenant(id: string, patch: { name?: string; quotas?: Quotas }) {
+    return this.run.write((tx) => tenants.updateTenant(tx, id, patch));
+  }
+  addApiKey(tenantId: string, keyHash: string, hint: string) {
+    return this.run.write((tx) => tenants.addApiKey(tx, tenantId, keyHash, hint));
+  }
+  revokeApiKey(tenantId: string, keyId: string) {
+    return this.run.write((tx) => tenants.revokeApiKey(tx, tenantId, keyId));
+  }
+  listApiKeys(tenantId: string) {
+    return this.run.read((tx) => tenants.listApiKeys(tx, tenantId));
+  }
+  usage(tenantId: string, days: number) {
+    return this.run.snapshot((tx) => tenants.usage(tx, tenantId, days));
+  }
+
+  // ── tasks and the engine ──
+  submitTask(t: NewTask) {
+    return this.run.write((tx) => tasks.submitTask(tx, t));
+  }
+  getTask(tenantId: string, taskId: string) {
+    return this.run.snapshot((tx) => tasks.getTask(tx, tenantId, taskId));
+  }
+  listTasks(tenantId: string, q: TaskQuery) {
+    return this.run.read((tx) => tasks.listTasks(tx, tenantId, q));
+  }
+  cancelTask(tenantId: string, taskId: string) {
+    return this.run.write((tx) => tasks.cancelTask(tx, tenantId, taskId));
+  }
+  loadForAdvance(taskId: string) {
+    return this.run.snapshot((tx) => engine.loadForAdvance(tx, taskId));
+  }
+  beginAdvance(lease: Lease, taskId: string) {
+    return this.run.write((tx) => engine.beginAdvance(tx, lease, taskId));
+  }
+  acquireJobSlot(lease: Lease, jobId: string) {
+    return this.run.write((tx) => engine.acquireJobSlot(tx, lease, jobId));
+  }
+  storeRunOutcome(lease: Lease, taskId: string, outcome: RunOutcome) {
+    return this.run.write((tx) => engine.storeRunOutcome(tx, lease, taskId, outcome));
+  }
+  finishAdvance(lease: Lease, taskId: string, result: AdvanceResult) {
+    return this.run.write((tx) => engine.finishAdvance(tx, lease, taskId, result));
+  }
+  getJob(jobId: string) {
+    return this.run.read((tx) => engine.getJob(tx, jobId));
+  }
+  recordJobCreated(lease: Lease, jobId: string, externalId: string, status: JobStatus) {
+    return this.run.write((tx) => engine.recordJobCreated(tx, lease, jobId, externalId, status));
+  }
+  failJob(lease: Lease, jobId: string, error: ErrorInfo) {
+    return this.run.write((tx) => engine.failJob(tx, lease, jobId, error));
+  }
+  applyJobEvent(lease: Lease, inboxId: string, provider: string, event: ProviderEvent) {
+    return this.run.write((tx) => engine.applyJobEvent(tx, lease, inboxId, provider, event));
+  }
+  recordPoll(
+    lease: Lease,
+    jobId: string,
+    event: NewInboxEvent | null,
+    next: { runAt: number; attempt: number } | null,
+  ) {
+    return this.run.write((tx) => engine.recordPoll(tx, lease, jobId, event, next));
+  }
+
+  // ── inbox ──
+  recordEvent(e: NewInboxEvent) {
+    return this.run.write((tx) => inbox.recordEvent(tx, e));
+  }
+  getInboxEvent(id: string) {
+    return this.run.read((tx) => inbox.getInboxEvent(tx, id));
+  }
+  rejectInboxEvent(lease: Lease, inboxId: string, note: string) {
+    return this.run.write((tx) => inbox.rejectInboxEvent(tx, lease, inboxId, note));
+  }
+  listInbox(q: { source?: string; status?: InboxStatus; limit: number; cursor?: string }) {
+    return this.run.read((tx) => inbox.listInbox(tx, q));
+  }
+  replayInboxEvent(id: string) {
+    return this.run.write((tx) => inbox.replayInboxEvent(tx, id));
+  }
+  pruneDeliveries(before: number) {
+    return this.run.write((tx) => inbox.pruneDeliveries(tx, before));
+  }
+  pruneSignals(before: number) {
+    return this.run.write((tx) => inbox.pruneSignals(tx, before));
+  }
+  pruneInbox(before: number) {
+    return this.run.write((tx) => inbox.pruneInbox(tx, before));
+  }
+
+  // ── waits ──
+  registerWait(lease: Lease, taskId: string, wait: WaitRequest) {
+    return this.run.write((tx) => waits.registerWait(tx, lease, taskId, wait));
+  }
+  markHandedOff(lease: Lease, taskId: string, stepId: string) {
+    return this.run.write((tx) => waits.markHandedOff(tx, lease, taskId, stepId));
+  }
+  stepForToken(tenantId: string, taskId: string, stepId: string) {
+    return this.run.snapshot((tx) => waits.stepForToken(tx, tenantId, taskId, stepId));
+  }
+  completeCallback(d: CallbackDelivery) {
+    return this.run.write((tx) => waits.completeCallback(tx, d));
+  }
+  decideApproval(d: ApprovalDecisionInput) {
+    return this.run.write((tx) => waits.decideApproval(tx, d));
+  }
+  approvalDecisions(taskId: string, stepId: string) {
+    return this.run.read((tx) => waits.approvalDecisions(tx, taskId, stepId));
+  }
+  recordSignal(s: { tenantId: string; name: string; data: unknown; clientId: string | null }) {
+    return this.run.write((tx) => waits.recordSignal(tx, s));
+  }
+  fireReminder(lease: Lease, taskId: string, stepId: string, type: "reminder" | "escalation") {
+    return this.run.write((tx) => waits.fireReminder(tx, lease, taskId, stepId, type));
+  }
+  fireTimeout(lease: Lease, taskId: string, stepId: string) {
+    return this.run.write((tx) => waits.fireTimeout(tx, lease, taskId, stepId));
+  }
+
+  // ── queue ──
+  enqueue(items: NewWorkItem[]) {
+    return this.run.write((tx) => tx.enqueue(items));
+  }
+  complete(lease: Lease) {
+    return this.run.write((tx) => queue.complete(tx, lease));
+  }
+  extendLease(lease: Lease, leaseMs: number) {
+    return this.run.write((tx) => queue.extendLease(tx, lease, leaseMs));
+  }
+  fail(lease: Lease, error: string, retryAt: number) {
+    return this.run.write((tx) => queue.fail(tx, lease, error, retryAt));
+  }
+  recoverExpiredLeases() {
+    return this.run.write((tx) => queue.recoverExpiredLeases(tx));
+  }
+  nextRunAt() {
+    return this.run.read((tx) => queue.nextRunAt(tx));
+  }
+  deadItems(limit: number) {
+    return this.run.read((tx) => queue.deadItems(tx, limit));
+  }
+
+  // ── event log and meta ──
+  taskEvents(tenantId: string, afterSeq: number, limit: number, taskId?: string) {
+    return this.run.read((tx) => tasks.taskEvents(tx, tenantId, afterSeq, limit, taskId));
+  }
+  lastTaskEventSeq(tenantId: string) {
+    return this.run.read((tx) => tasks.lastTaskEventSeq(tx, tenantId));
+  }
+  getMeta(key: string) {
+    return this.run.read((tx) => meta.getMeta(tx, key));
+  }
+  putMetaIfAbsent(key: string, value: string) {
+    return this.run.write((tx) => meta.putMetaIfAbsent(tx, key, value));
+  }
+  resealSecrets(reseal: (stored: string) => string, metaKeys: readonly string[]) {
+    return this.run.write((tx) => outbound.resealSecrets(tx, reseal, metaKeys));
+  }
+
+  // ── outbound ──
+  createWebhookEndpoint(e: NewWebhookEndpoint) {
+    return this.run.write((tx) => outbound.createEndpoint(tx, e));
+  }
+  listWebhookEndpoints(tenantId: string) {
+    return this.run.read((tx) => outbound.listEndpoints(tx, tenantId));
+  }
+  deleteWebhookEndpoint(tenantId: string, endpointId: string) {
+    return this.run.write((tx) => outbound.deleteEndpoint(tx, tenantId, endpointId));
+  }
+  listWebhookDeliveries(
+    tenantId: string,
+    endpointId: string,
+    q: { limit: number; cursor?: string | undefined; state?: DeliveryState | undefined },
+  ) {
+    return this.run.snapshot((tx) => outbound.listDeliveries(tx, tenantId, endpointId, q));
+  }
+  replayWebhookDelivery(tenantId: string, endpointId: string, deliveryId: string) {
+    return this.run.write((tx) => outbound.replayDelivery(tx, tenantId, endpointId, deliveryId));
+  }
+  rotateWebhookEndpointSecret(
+    tenantId: string,
+    endpointId: string,
+    secret: string,
+    previousOverlapMs: number | null,
+  ) {
+    return this.run.write((tx) => outbound.rotateSecret(tx, tenantId, endpointId, secret, previousOverlapMs));
+  }
+  deliveryForAttempt(deliveryId: string) {
+    return this.run.snapshot((tx) => outbound.deliveryForAttempt(tx, deliveryId));
+  }
+  recordDeliveryAttempt(lease: Lease, deliveryId: string, result: DeliveryAttemptResult) {
+    return this.run.write((tx) => outbound.recordAttempt(tx, lease, deliveryId, result));
+  }
+}
