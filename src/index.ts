@@ -9,10 +9,10 @@ export {
   RetryAfterError,
   StepError,
 } from "./core/errors.ts";
-export type { JobStatus } from "./core/job-state.ts";
+export type { JobStatus } from "./core/job.ts";
 export type { ProviderEvent } from "./core/provider-event.ts";
-export type { StepStatus } from "./core/step-state.ts";
-export type { TaskStatus } from "./core/task-state.ts";
+export type { StepStatus } from "./core/step.ts";
+export type { TaskStatus } from "./core/task.ts";
 export {
   defineTask,
   type JobOptions,

@@ -1,12 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { LonghaulError } from "../src/core/errors.ts";
-import {
-  declaredMaxTokens,
-  periodStart,
-  secondsUntilNextPeriod,
-  validateQuotas,
-} from "../src/core/quotas.ts";
+import { declaredMaxTokens, periodStart, secondsUntilNextPeriod, validateQuotas } from "../src/core/quota.ts";
 import { runTask } from "../src/core/replay.ts";
 import type { WaitRequest } from "../src/core/wait.ts";
 

@@ -1,4 +1,4 @@
-import type { JobEventType } from "./job-state.ts";
+import type { JobEventType } from "./job.ts";
 
 /** Token counts a provider reports for one job; they feed the tenant's token budget (ARCHITECTURE §4.6). */
 export interface JobUsage {

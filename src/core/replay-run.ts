@@ -8,8 +8,8 @@ import {
   StepError,
   toErrorInfo,
 } from "./errors.ts";
-import type { RunResult, RunTaskArgs, StoredStep } from "./replay.ts";
-import type { StepKind } from "./step-state.ts";
+import type { RunResult, RunTaskArgs } from "./replay.ts";
+import type { StepKind, StoredStep } from "./step.ts";
 import type { WaitRequest } from "./wait.ts";
 
 /** The deadline of a job or event wait that sets none: 7 days. */

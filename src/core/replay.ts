@@ -1,24 +1,10 @@
 import type { Clock } from "./clock.ts";
 import type { ErrorInfo } from "./errors.ts";
 import { ReplayRun } from "./replay-run.ts";
+import type { StoredStep } from "./step.ts";
 import { stepApi } from "./step-api.ts";
-import type { StepKind, StepStatus } from "./step-state.ts";
 import type { TaskContext, TaskFunction } from "./task-type.ts";
 import type { WaitRequest } from "./wait.ts";
-
-/** A step as stored: the memo that replay reads. */
-export interface StoredStep {
-  stepId: string;
-  position: number;
-  kind: StepKind;
-  status: StepStatus;
-  output: unknown;
-  error: ErrorInfo | null;
-  attempts: number;
-  deadlineAt: number | null;
-  /** For a callback: its URL has been handed to `handoff` successfully. */
-  handedOff: boolean;
-}
 
 /** A `step.run` outcome to store before the task function may go on. */
 export type RunOutcome =
@@ -26,12 +12,18 @@ export type RunOutcome =
   | { stepId: string; position: number; status: "failed"; error: ErrorInfo; attempts: number }
   | { stepId: string; position: number; status: "running"; error: ErrorInfo; attempts: number };
 
-export type RunResult =
+/** How a run ended, other than by a retry: the task's result, or its suspension on a wait. */
+type RunEnd =
   | { kind: "succeeded"; output: unknown }
   | { kind: "failed"; error: ErrorInfo }
   | { kind: "timed_out"; error: ErrorInfo }
-  | { kind: "suspended" }
-  | { kind: "retry"; delayMs: number; error: ErrorInfo };
+  | { kind: "suspended" };
+
+/** What one run of a task function comes to; a retry waits `delayMs`. */
+export type RunResult = RunEnd | { kind: "retry"; delayMs: number; error: ErrorInfo };
+
+/** What an advance records: its run's result, a retry put at a time on the engine's clock. */
+export type AdvanceResult = RunEnd | { kind: "retry"; runAt: number; error: ErrorInfo };
 
 /** What replay needs from outside: all I/O goes through these. */
 export interface ReplayPorts {
@@ -72,6 +64,7 @@ export interface RunTaskArgs {
 }
 
 export { DEFAULT_TIMEOUT_MS } from "./replay-run.ts";
+export type { StoredStep } from "./step.ts";
 
 /**
  * Runs a task function once, with replay: steps found in `history` return their stored

@@ -1,3 +1,9 @@
+import { createHash } from "node:crypto";
+import type { ErrorCode, ErrorInfo } from "./errors.ts";
+import type { StepRow } from "./step.ts";
+import type { TaskRow } from "./task.ts";
+import { type NewWorkItem, timer } from "./work-item.ts";
+
 /**
  * What a suspended step waits for. A wait is registered (stored) before the function is
  * abandoned, so a callback, decision or event that arrives at any moment after that finds
@@ -128,4 +134,247 @@ export function approvalOnTimeout(onTimeout: OnTimeout | null): { output: unknow
   if (onTimeout === "approve")
     return { output: { approved: true, by: null, comment: "approved by default at the deadline" } };
   return { output: onTimeout.default };
+}
+
+/** What a callback or approval answered: accepted, or why not (mapped to 409/410 by the API). */
+export type WaitAnswer =
+  | "accepted"
+  | "already_used"
+  | "expired"
+  | "canceled"
+  | "not_found"
+  | "duplicate_decision";
+
+/** A callback's answer: a wait answer, or `duplicate` for the body that already completed the step. */
+export type CallbackAnswer = WaitAnswer | "duplicate";
+
+/** A call on a callback URL, its token verified. */
+export interface CallbackDelivery {
+  tenantId: string;
+  taskId: string;
+  stepId: string;
+  attempt: number;
+  output: unknown;
+  body: Buffer;
+}
+
+/** One approver's stored decision on an approval step. */
+export interface ApprovalDecisionRow {
+  approver: string;
+  decision: "approve" | "reject";
+  comment: string | null;
+  decidedAt: number;
+}
+
+/*
+ * What a wait does, decided from its rows alone; each store reads and writes the rows, in its
+ * own transaction, around these.
+ */
+
+/** What registering a wait stores besides its job or signal subscription. */
+export interface WaitSetup {
+  deadline: number | null;
+  /** The step's `config`: the callback's verify source, the approval, or the signal match. */
+  config: unknown;
+  /** The data of its `step.waiting` event. */
+  event: Record<string, unknown>;
+  /** Its timers, in the order they are queued: an approval's reminders, then the deadline. */
+  timers: NewWorkItem[];
+}
+
+/** `jobId`: the id given to the job of a `job` wait, null for the other kinds. */
+export function waitSetup(
+  w: WaitRequest,
+  tenantId: string,
+  taskId: string,
+  now: number,
+  jobId: string | null,
+): WaitSetup {
+  const deadline = w.timeoutMs === null ? null : now + w.timeoutMs;
+  let config: unknown = null;
+  const timers: NewWorkItem[] = [];
+  const event: Record<string, unknown> = { step_id: w.stepId, kind: w.kind };
+  if (deadline !== null) event.deadline = new Date(deadline).toISOString();
+  switch (w.kind) {
+    case "job":
+      Object.assign(event, { job_id: jobId, provider: w.provider });
+      break;
+    case "callback":
+      config = { verify_source: w.verifySource };
+      break;
+    case "approval":
+      config = w.approval;
+      if (w.approval.remindAfterMs !== null) {
+        timers.push(
+          timer("reminder", tenantId, taskId, w.stepId, now + w.approval.remindAfterMs, "reminder"),
+        );
+      }
+      if (w.approval.escalateAfterMs !== null) {
+        timers.push(
+          timer("reminder", tenantId, taskId, w.stepId, now + w.approval.escalateAfterMs, "escalation"),
+        );
+      }
+      Object.assign(event, {
+        approvers: w.approval.approvers,
+        quorum: w.approval.quorum,
+        title: w.approval.title,
+      });
+      break;
+    case "wait_event":
+      config = w.match;
+      event.event = w.match.event;
+      break;
+    case "sleep":
+      break;
+  }
+  if (deadline !== null) timers.push(timer("timeout", tenantId, taskId, w.stepId, deadline));
+  return { deadline, config, event, timers };
+}
+
+/** Why a wait cannot take an answer now, or null if it can. */
+export function refusal(
+  task: TaskRow | null,
+  step: StepRow | null,
+  attempt: number,
+  nowMs: number,
+): Exclude<WaitAnswer, "accepted"> | null {
+  if (!task || !step) return "not_found";
+  if (task.status === "canceled") return "canceled";
+  if (step.status === "timed_out" || step.status === "canceled") return "expired";
+  if (step.status !== "waiting" || step.attempts !== attempt) return "already_used";
+  if (step.deadlineAt !== null && nowMs > step.deadlineAt) return "expired";
+  return null;
+}
+
+/** The SHA-256 (hex) of a callback's raw body: what a repeated call is compared by. */
+export const bodySha256 = (body: Buffer): string => createHash("sha256").update(body).digest("hex");
+
+/**
+ * A late callback's body is kept on the step only up to this size, and only the first one:
+ * every later or larger one leaves its hash and size alone, so holding an expired link never
+ * lets anyone grow the store by a body per call.
+ */
+export const LATE_BODY_KEPT_BYTES = 64 * 1024;
+
+/**
+ * The answer to a callback: `duplicate` when the step already succeeded, for this attempt,
+ * with a body of the same SHA-256 (a sender retrying); otherwise why it is refused, or null
+ * to accept it. `resultSha256` is the hash stored with the step's completion.
+ */
+export function callbackVerdict(
+  task: TaskRow | null,
+  step: StepRow | null,
+  resultSha256: string | null,
+  d: CallbackDelivery,
+  sha256: string,
+  nowMs: number,
+): Exclude<CallbackAnswer, "accepted"> | null {
+  if (
+    task &&
+    step &&
+    step.kind === "callback" &&
+    step.status === "succeeded" &&
+    step.attempts === d.attempt &&
+    resultSha256 === sha256
+  ) {
+    return "duplicate";
+  }
+  return refusal(task, step, d.attempt, nowMs);
+}
+
+/** The step's `late_output` for the first late call: its hash and size, and its result if small. */
+export function lateResult(d: CallbackDelivery, sha256: string, nowMs: number): Record<string, unknown> {
+  return {
+    ...(d.body.length <= LATE_BODY_KEPT_BYTES ? { output: d.output } : {}),
+    sha256,
+    size: d.body.length,
+    received_at: new Date(nowMs).toISOString(),
+  };
+}
+
+/**
+ * The inbox row of a callback. An applied one keeps its body (it is the step's result, one
+ * per step); a refused one keeps only the hash and size of its body in the note, never the
+ * body, so repeated calls to a used or expired link cannot fill the store.
+ */
+export function callbackInboxRow(
+  verdict: Exclude<CallbackAnswer, "accepted"> | null,
+  d: CallbackDelivery,
+  sha256: string,
+): { status: "applied" | "ignored"; body: Buffer; note: string | null } {
+  if (verdict === null) return { status: "applied", body: d.body, note: null };
+  const why = verdict === "duplicate" ? "duplicate of the applied result" : `refused: ${verdict}`;
+  return {
+    status: "ignored",
+    body: Buffer.alloc(0),
+    note: `${why}; body sha256 ${sha256}, ${d.body.length} bytes, not kept`,
+  };
+}
+
+/** The output an approval ends with once its decisions reach or lose the quorum, else null. */
+export function approvalOutput(
+  step: StepRow,
+  decisions: ApprovalDecisionRow[],
+): Record<string, unknown> | null {
+  const outcome = approvalOutcome(step.config as ApprovalConfig, decisions);
+  if (!outcome) return null;
+  return {
+    ...outcome,
+    decisions: decisions.map((x) => ({ ...x, decidedAt: new Date(x.decidedAt).toISOString() })),
+  };
+}
+
+/** The task event a reminder or escalation timer of an approval emits. */
+export function reminderEvent(
+  step: StepRow,
+  type: "reminder" | "escalation",
+): { type: "step.reminder" | "step.escalated"; data: Record<string, unknown> } {
+  const config = step.config as ApprovalConfig;
+  const data: Record<string, unknown> = {
+    step_id: step.stepId,
+    approvers: config.approvers,
+    title: config.title,
+  };
+  if (type === "escalation") data.escalate_to = config.escalateTo;
+  return { type: type === "reminder" ? "step.reminder" : "step.escalated", data };
+}
+
+/** How a waiting step ends at its deadline. */
+export interface TimeoutEnd {
+  status: "succeeded" | "timed_out";
+  fields: { output?: unknown; error?: ErrorInfo };
+}
+
+/**
+ * Each kind's timeout policy (ARCHITECTURE §4.4): a sleep or a signal wait succeeds with null, an
+ * approval takes its `onTimeout` default if it has one, the others time out. Null for a step
+ * that has no deadline to reach. A `job` step's job is timed out by the store beforehand.
+ */
+export function timeoutEnd(step: StepRow): TimeoutEnd | null {
+  const timedOut = (code: ErrorCode, message: string): TimeoutEnd => ({
+    status: "timed_out",
+    fields: { error: { code, message } },
+  });
+  switch (step.kind) {
+    case "sleep":
+    case "wait_event":
+      return { status: "succeeded", fields: { output: null } };
+    case "approval": {
+      const policy = approvalOnTimeout((step.config as ApprovalConfig).onTimeout);
+      if (policy) return { status: "succeeded", fields: { output: policy.output } };
+      return timedOut("STEP_TIMED_OUT", `Approval "${step.stepId}" had no decision before its deadline.`);
+    }
+    case "callback":
+      return timedOut(
+        "STEP_TIMED_OUT",
+        `Callback "${step.stepId}" was not called before its deadline; a later call is kept as a late result.`,
+      );
+    case "job":
+      return timedOut(
+        "JOB_TIMED_OUT",
+        `Step "${step.stepId}" waited past its deadline; a result that arrives later is recorded but not applied.`,
+      );
+    default:
+      return null;
+  }
 }

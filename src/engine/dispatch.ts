@@ -1,5 +1,5 @@
 import { backoffMs } from "../core/backoff.ts";
-import { isTerminalJob } from "../core/job-state.ts";
+import { isTerminalJob } from "../core/job.ts";
 import { ProviderError } from "../providers/provider.ts";
 import type { Lease, WorkItem } from "../store/store.ts";
 import type { EngineDeps } from "./deps.ts";

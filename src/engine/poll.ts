@@ -1,5 +1,5 @@
 import { backoffMs } from "../core/backoff.ts";
-import { isTerminalJob, nextJobStatus } from "../core/job-state.ts";
+import { isTerminalJob, nextJobStatus } from "../core/job.ts";
 import { briefEventFromSnapshot } from "../providers/brief-event.ts";
 import { ProviderError } from "../providers/provider.ts";
 import type { Lease, WorkItem } from "../store/store.ts";

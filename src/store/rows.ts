@@ -1,9 +1,9 @@
 import type { ErrorInfo } from "../core/errors.ts";
 import type { EventFilter } from "../core/event-filter.ts";
-import type { JobStatus } from "../core/job-state.ts";
-import { periodStart, type Quotas } from "../core/quotas.ts";
-import type { StepKind, StepStatus } from "../core/step-state.ts";
-import type { TaskStatus } from "../core/task-state.ts";
+import type { JobStatus } from "../core/job.ts";
+import { periodStart, type Quotas } from "../core/quota.ts";
+import type { StepKind, StepStatus } from "../core/step.ts";
+import type { TaskStatus } from "../core/task.ts";
 import { parseJson } from "./json.ts";
 import type {
   ApiKeyRow,
@@ -273,6 +273,9 @@ export interface SignalDbRow {
   name: string;
   data: string;
 }
+
+/** The output of a signal wait that a signal ended: the signal, its data parsed. */
+export const signalOutput = (s: SignalDbRow) => ({ id: s.id, name: s.name, data: parseJson(s.data) });
 
 export interface ApprovalDecisionDbRow {
   approver: string;

@@ -1,11 +1,29 @@
+import type { DeliveryAttemptResult, DeliveryState } from "../core/delivery.ts";
 import type { ErrorInfo } from "../core/errors.ts";
-import type { JobStatus } from "../core/job-state.ts";
-import type { JobUsage, ProviderEvent } from "../core/provider-event.ts";
-import type { Quotas } from "../core/quotas.ts";
-import type { RunOutcome, StoredStep } from "../core/replay.ts";
-import type { StepKind, StepStatus } from "../core/step-state.ts";
-import type { TaskStatus } from "../core/task-state.ts";
-import type { WaitRequest } from "../core/wait.ts";
+import type { JobRow, JobStatus } from "../core/job.ts";
+import type { ProviderEvent } from "../core/provider-event.ts";
+import type { Quotas, TenantRow } from "../core/quota.ts";
+import type { AdvanceResult, RunOutcome } from "../core/replay.ts";
+import type { StepRow, StoredStep } from "../core/step.ts";
+import type { TaskRow, TaskStatus } from "../core/task.ts";
+import type {
+  ApprovalDecisionRow,
+  CallbackAnswer,
+  CallbackDelivery,
+  WaitAnswer,
+  WaitRequest,
+} from "../core/wait.ts";
+import type { NewWorkItem, WorkItem } from "../core/work-item.ts";
+
+// The domain's rows and results are defined in core (ARCHITECTURE §5); the store persists them.
+export type { DeliveryAttemptResult, DeliveryState } from "../core/delivery.ts";
+export type { JobRow } from "../core/job.ts";
+export type { TenantRow } from "../core/quota.ts";
+export type { AdvanceResult } from "../core/replay.ts";
+export type { StepRow } from "../core/step.ts";
+export type { TaskRow } from "../core/task.ts";
+export type { ApprovalDecisionRow, CallbackAnswer, CallbackDelivery, WaitAnswer } from "../core/wait.ts";
+export type { NewWorkItem, WorkItem, WorkKind } from "../core/work-item.ts";
 
 /** Tenants, their API keys, quotas and usage. */
 export interface TenantStore {
@@ -295,21 +313,6 @@ export interface Lease {
   owner: string;
 }
 
-export interface TenantRow {
-  id: string;
-  name: string;
-  createdAt: number;
-  quotas: Quotas;
-  /** Tokens used since the tenant was created. */
-  tokensUsed: number;
-  /** Tokens used in the current budget period (`quotas.budget_period`, UTC): what the budget counts. */
-  tokensThisPeriod: number;
-  /** Tokens held against the budget by the tenant's running jobs (their declared max tokens). */
-  tokensReserved: number;
-  /** The first UTC day (`YYYY-MM-DD`) of the current budget period. */
-  budgetPeriodStart: string;
-}
-
 export interface ApiKeyRow {
   id: string;
   /** The last characters of the key, to tell keys apart; the key itself is never stored. */
@@ -349,56 +352,6 @@ export interface NewTask {
   traceId: string | null;
 }
 
-export interface TaskRow {
-  id: string;
-  tenantId: string;
-  type: string;
-  status: TaskStatus;
-  input: unknown;
-  output: unknown;
-  error: ErrorInfo | null;
-  clientRequestId: string | null;
-  userId: string | null;
-  traceId: string | null;
-  createdAt: number;
-  updatedAt: number;
-}
-
-export interface StepRow {
-  stepId: string;
-  position: number;
-  kind: StepKind;
-  status: StepStatus;
-  output: unknown;
-  error: ErrorInfo | null;
-  attempts: number;
-  deadlineAt: number | null;
-  jobId: string | null;
-  /** The wait's settings: callback verify source, approval config, signal match. */
-  config: unknown;
-  handedOff: boolean;
-  lateOutput: unknown;
-  createdAt: number;
-  updatedAt: number;
-}
-
-export interface JobRow {
-  id: string;
-  tenantId: string;
-  taskId: string;
-  stepId: string;
-  provider: string;
-  externalId: string | null;
-  status: JobStatus;
-  input: unknown;
-  output: unknown;
-  error: ErrorInfo | null;
-  usage: JobUsage | null;
-  idempotencyKey: string;
-  createdAt: number;
-  updatedAt: number;
-}
-
 export interface TaskDetail {
   task: TaskRow;
   steps: StepRow[];
@@ -414,34 +367,6 @@ export interface TaskQuery {
   cursor?: string | undefined;
 }
 
-export type AdvanceResult =
-  | { kind: "succeeded"; output: unknown }
-  | { kind: "failed"; error: ErrorInfo }
-  | { kind: "timed_out"; error: ErrorInfo }
-  | { kind: "suspended" }
-  | { kind: "retry"; runAt: number; error: ErrorInfo };
-
-/** What a callback or approval answered: accepted, or why not (mapped to 409/410 by the API). */
-export type WaitAnswer =
-  | "accepted"
-  | "already_used"
-  | "expired"
-  | "canceled"
-  | "not_found"
-  | "duplicate_decision";
-
-/** A callback's answer: a wait answer, or `duplicate` for the body that already completed the step. */
-export type CallbackAnswer = WaitAnswer | "duplicate";
-
-export interface CallbackDelivery {
-  tenantId: string;
-  taskId: string;
-  stepId: string;
-  attempt: number;
-  output: unknown;
-  body: Buffer;
-}
-
 export interface ApprovalDecisionInput {
   tenantId: string;
   taskId: string;
@@ -450,13 +375,6 @@ export interface ApprovalDecisionInput {
   approver: string | null;
   decision: "approve" | "reject";
   comment: string | null;
-}
-
-export interface ApprovalDecisionRow {
-  approver: string;
-  decision: "approve" | "reject";
-  comment: string | null;
-  decidedAt: number;
 }
 
 export type InboxStatus = "received" | "applied" | "ignored" | "unmatched" | "invalid";
@@ -482,44 +400,6 @@ export interface InboxEventRow {
 }
 
 export type ApplyOutcome = "applied" | "ignored" | "unmatched";
-
-export type WorkKind =
-  | "advance"
-  | "dispatch"
-  | "apply_event"
-  | "timeout"
-  | "reminder"
-  | "cancel_job"
-  | "poll"
-  | "maintenance"
-  | "deliver";
-
-export interface NewWorkItem {
-  kind: WorkKind;
-  tenantId: string | null;
-  payload: Record<string, unknown>;
-  runAt?: number;
-  priority?: number;
-  maxAttempts?: number;
-  /** At most one pending item per key. */
-  dedupeKey?: string | null;
-  /** Items with the same key are never leased at the same time. */
-  concurrencyKey?: string | null;
-}
-
-export interface WorkItem {
-  id: string;
-  kind: WorkKind;
-  tenantId: string | null;
-  payload: Record<string, unknown>;
-  runAt: number;
-  attempts: number;
-  maxAttempts: number;
-  status: "pending" | "leased" | "dead";
-  leaseOwner: string | null;
-  leaseExpiresAt: number | null;
-  lastError: string | null;
-}
 
 export interface TaskEventRow {
   seq: number;
@@ -557,8 +437,6 @@ export interface WebhookEndpointRow {
   updatedAt: number;
 }
 
-export type DeliveryState = "pending" | "delivered" | "failed" | "dead" | "canceled";
-
 export interface WebhookDeliveryRow {
   id: string;
   tenantId: string;
@@ -585,9 +463,3 @@ export interface DeliveryAttemptInput {
   endpoint: WebhookEndpointRow & { secret: string; previousSecret: string | null };
   event: TaskEventRow;
 }
-
-/** The outcome of one outbound attempt, and what it means for the delivery. */
-export type DeliveryAttemptResult =
-  | { outcome: "delivered"; status: number }
-  | { outcome: "retry"; status: number | null; error: ErrorInfo; nextAttemptAt: number }
-  | { outcome: "dead" | "failed" | "gone"; status: number | null; error: ErrorInfo };

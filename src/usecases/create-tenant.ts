@@ -1,6 +1,6 @@
 import { hashApiKey, keyHint, newApiKey } from "../core/api-keys.ts";
 import { LonghaulError } from "../core/errors.ts";
-import { validateQuotas } from "../core/quotas.ts";
+import { validateQuotas } from "../core/quota.ts";
 import type { TenantRow, TenantStore } from "../store/store.ts";
 
 /**

@@ -1,5 +1,5 @@
 import { LonghaulError } from "../core/errors.ts";
-import { isTaskStatus } from "../core/task-state.ts";
+import { isTaskStatus } from "../core/task.ts";
 import type { TaskRow, TaskStore } from "../store/store.ts";
 
 export interface ListTasksInput {

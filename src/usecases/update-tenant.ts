@@ -1,5 +1,5 @@
-import type { Quotas } from "../core/quotas.ts";
-import { validateQuotas } from "../core/quotas.ts";
+import type { Quotas } from "../core/quota.ts";
+import { validateQuotas } from "../core/quota.ts";
 import type { TenantRow, TenantStore } from "../store/store.ts";
 
 /**

@@ -1,11 +1,10 @@
 import type { ErrorInfo } from "../../core/errors.ts";
-import { isTerminalJob, type JobStatus } from "../../core/job-state.ts";
+import { isTerminalJob, type JobStatus, jobEndCounts, jobEventEffect } from "../../core/job.ts";
 import type { ProviderEvent } from "../../core/provider-event.ts";
-import { overBudget } from "../../core/quotas.ts";
+import { admitTokens, overBudget } from "../../core/quota.ts";
 import type { RunOutcome, StoredStep } from "../../core/replay.ts";
-import { isTerminalTask } from "../../core/task-state.ts";
-import { admitTokens } from "../budget.ts";
-import { jobEndCounts, jobEventEffect } from "../job-rules.ts";
+import { isTerminalTask } from "../../core/task.ts";
+import { advanceItem, applyItem, PARK_MS, pollItem } from "../../core/work-item.ts";
 import { json } from "../json.ts";
 import { type DbFlag, type JobDbRow, type StepDbRow, toJob, toStep } from "../rows.ts";
 import type { Tx } from "../sql/tx.ts";
@@ -18,7 +17,6 @@ import type {
   NewInboxEvent,
   TaskRow,
 } from "../store.ts";
-import { advanceItem, applyItem, PARK_MS, pollItem } from "../work-items.ts";
 import { markInbox, recordEvent } from "./inbox-ops.ts";
 import { assertLease, park, removeItem } from "./queue-ops.ts";
 import { lockTask, setTaskStatus, taskRow } from "./task-ops.ts";

@@ -1,7 +1,7 @@
 import { matchesEvent } from "../../core/event-filter.ts";
+import { deliverItem } from "../../core/work-item.ts";
 import { filterOf } from "../rows.ts";
 import type { AppendedEvent, Tx } from "../sql/tx.ts";
-import { deliverItem } from "../work-items.ts";
 
 /** Rows one multi-row INSERT carries at most, so the statement texts to prepare stay few. */
 const ROWS_PER_INSERT = 64;

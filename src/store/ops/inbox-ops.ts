@@ -1,8 +1,8 @@
 import { LonghaulError } from "../../core/errors.ts";
+import { applyItem } from "../../core/work-item.ts";
 import { type InboxDbRow, toInbox } from "../rows.ts";
 import type { Tx } from "../sql/tx.ts";
 import type { InboxEventRow, InboxStatus, Lease, NewInboxEvent } from "../store.ts";
-import { applyItem } from "../work-items.ts";
 import { assertLease, removeItem } from "./queue-ops.ts";
 
 /*

@@ -1,5 +1,6 @@
+import { attemptState, checkEndpointCount, checkReplayable } from "../../core/delivery.ts";
 import { LonghaulError } from "../../core/errors.ts";
-import { attemptState, checkEndpointCount, checkReplayable } from "../delivery-rules.ts";
+import { deliverItem } from "../../core/work-item.ts";
 import { json } from "../json.ts";
 import {
   type DeliveryDbRow,
@@ -20,7 +21,6 @@ import type {
   WebhookDeliveryRow,
   WebhookEndpointRow,
 } from "../store.ts";
-import { deliverItem } from "../work-items.ts";
 import { complete, fail } from "./queue-ops.ts";
 
 /*

@@ -1,6 +1,8 @@
 import type { ErrorInfo } from "../../core/errors.ts";
 import { LonghaulError } from "../../core/errors.ts";
-import { isTerminalTask, type TaskStatus } from "../../core/task-state.ts";
+import { checkSubmitQuotas } from "../../core/quota.ts";
+import { canMoveTask, isTerminalTask, type TaskStatus } from "../../core/task.ts";
+import { advanceItem, cancelJobItem } from "../../core/work-item.ts";
 import { json } from "../json.ts";
 import {
   type JobDbRow,
@@ -14,8 +16,6 @@ import {
 } from "../rows.ts";
 import type { Dialect, Tx } from "../sql/tx.ts";
 import type { NewTask, TaskDetail, TaskEventRow, TaskQuery, TaskRow } from "../store.ts";
-import { checkSubmitQuotas } from "../submit-quotas.ts";
-import { advanceItem, cancelJobItem } from "../work-items.ts";
 import { countUsage, tasksSubmittedToday, tenant, wakeParked } from "./tenant-ops.ts";
 
 /*
@@ -80,6 +80,10 @@ export async function setTaskStatus(
   status: TaskStatus,
   fields: { output?: unknown; error?: ErrorInfo | null } = {},
 ): Promise<void> {
+  // The core's table decides which moves exist (ARCHITECTURE §3.3); one it refuses is a defect.
+  if (task.status !== status && !canMoveTask(task.status, status)) {
+    throw new Error(`Task ${task.id} cannot move from ${task.status} to ${status}.`);
+  }
   await tx.run(taskSql.setStatus, statusParams(tx.clock.now(), task.id, status, fields));
   if (task.status !== status) tx.emit(task.tenantId, task.id, `task.${status}`, statusEvent(status, fields));
 }

@@ -1,6 +1,6 @@
 import { LonghaulError } from "../../core/errors.ts";
-import { dayOf, periodStart, type Quotas } from "../../core/quotas.ts";
-import type { TaskStatus } from "../../core/task-state.ts";
+import { dayOf, periodStart, type Quotas } from "../../core/quota.ts";
+import type { TaskStatus } from "../../core/task.ts";
 import { json } from "../json.ts";
 import {
   type ApiKeyDbRow,

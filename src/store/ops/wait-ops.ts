@@ -1,13 +1,28 @@
 import type { ErrorInfo } from "../../core/errors.ts";
-import { isTerminalJob, type JobStatus } from "../../core/job-state.ts";
+import { isTerminalJob, type JobStatus } from "../../core/job.ts";
 import type { StoredStep } from "../../core/replay.ts";
-import { isTerminalTask } from "../../core/task-state.ts";
-import { type EventMatch, signalMatches, type WaitRequest } from "../../core/wait.ts";
+import { isTerminalTask } from "../../core/task.ts";
+import {
+  approvalOutput,
+  bodySha256,
+  callbackInboxRow,
+  callbackVerdict,
+  type EventMatch,
+  lateResult,
+  refusal,
+  reminderEvent,
+  signalMatches,
+  timeoutEnd,
+  type WaitRequest,
+  waitSetup,
+} from "../../core/wait.ts";
+import { advanceItem, cancelJobItem, dispatchItem, timerKeys } from "../../core/work-item.ts";
 import { json, parseJson } from "../json.ts";
 import {
   type ApprovalDecisionDbRow,
   type SignalDbRow,
   type StepDbRow,
+  signalOutput,
   toApprovalDecision,
   toStep,
 } from "../rows.ts";
@@ -23,19 +38,6 @@ import type {
   TaskRow,
   WaitAnswer,
 } from "../store.ts";
-import {
-  approvalOutput,
-  bodySha256,
-  callbackInboxRow,
-  callbackVerdict,
-  lateResult,
-  refusal,
-  reminderEvent,
-  signalOutput,
-  timeoutEnd,
-  waitSetup,
-} from "../wait-rules.ts";
-import { advanceItem, cancelJobItem, dispatchItem, timerKeys } from "../work-items.ts";
 import { assertLease, removeItem } from "./queue-ops.ts";
 import { lockTask, taskRow } from "./task-ops.ts";
 import { wakeParked } from "./tenant-ops.ts";

@@ -1,7 +1,7 @@
+import { defaultMaxAttempts } from "../../core/work-item.ts";
 import { json } from "../json.ts";
 import { leaseLost } from "../ops/queue-ops.ts";
 import type { Lease, NewWorkItem, WorkKind } from "../store.ts";
-import { defaultMaxAttempts } from "../work-items.ts";
 import type { Ctx } from "./db.ts";
 
 /*

@@ -1,7 +1,7 @@
 import type { ErrorInfo } from "../../core/errors.ts";
-import type { JobStatus } from "../../core/job-state.ts";
+import type { JobStatus } from "../../core/job.ts";
 import type { ProviderEvent } from "../../core/provider-event.ts";
-import type { Quotas } from "../../core/quotas.ts";
+import type { Quotas } from "../../core/quota.ts";
 import type { RunOutcome } from "../../core/replay.ts";
 import type { WaitRequest } from "../../core/wait.ts";
 import * as engine from "../ops/engine-ops.ts";

@@ -1,7 +1,7 @@
+import { defaultMaxAttempts } from "../../core/work-item.ts";
 import { json } from "../json.ts";
 import { toWorkItem, type WorkRow } from "../rows.ts";
 import type { NewWorkItem, WorkItem } from "../store.ts";
-import { defaultMaxAttempts } from "../work-items.ts";
 import type { Sql } from "./db.ts";
 
 /*

@@ -1,0 +1,294 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import {
+  attemptState,
+  canMoveDelivery,
+  checkReplayable,
+  type DeliveryAttemptResult,
+  type DeliveryState,
+  deliveryMoves,
+} from "../src/core/delivery.ts";
+import { LonghaulError } from "../src/core/errors.ts";
+import {
+  canMoveJob,
+  isTerminalJob,
+  type JobEventType,
+  type JobStatus,
+  jobEventEffect,
+  jobEventTypes,
+  jobMoves,
+  jobStatuses,
+  nextJobStatus,
+} from "../src/core/job.ts";
+import {
+  canMoveStep,
+  type StepKind,
+  type StepRow,
+  stepKinds,
+  stepMoves,
+  stepStatuses,
+} from "../src/core/step.ts";
+import { canMoveTask, isTerminalTask, taskMoves, taskStatuses } from "../src/core/task.ts";
+import { type ApprovalConfig, timeoutEnd } from "../src/core/wait.ts";
+import { canMoveWorkItem, type WorkItemStatus, workItemMoves } from "../src/core/work-item.ts";
+
+// The transition tables of the domain (ARCHITECTURE §3.3): each states which state may move
+// to which, the terminal states are those with no moves, and the rules that decide a move
+// only ever decide one the table allows.
+
+type Table<S extends string> = Readonly<Record<S, readonly S[]>>;
+
+/** What every table must be: total over its states, no move to itself, terminal states stuck. */
+function checkShape<S extends string>(
+  table: Table<S>,
+  states: readonly S[],
+  terminal: readonly S[],
+  canMove: (from: S, to: S) => boolean,
+): void {
+  assert.deepEqual(Object.keys(table).sort(), [...states].sort(), "one row per state");
+  for (const from of states) {
+    for (const to of table[from]) assert.ok(states.includes(to), `${from} → ${to}: a known state`);
+    assert.equal(canMove(from, from), false, `${from} → ${from} is not a move`);
+  }
+  assert.deepEqual(
+    states.filter((s) => table[s].length === 0),
+    [...terminal],
+    "the terminal states are the ones with no moves",
+  );
+  for (const from of terminal) {
+    for (const to of states) assert.equal(canMove(from, to), false, `terminal ${from} never moves to ${to}`);
+  }
+}
+
+describe("task", () => {
+  const terminal = ["succeeded", "failed", "canceled", "timed_out"] as const;
+
+  test("the table is total, and a terminal task never moves", () => {
+    checkShape(taskMoves, taskStatuses, terminal, canMoveTask);
+    for (const s of taskStatuses)
+      assert.equal(isTerminalTask(s), (terminal as readonly string[]).includes(s));
+  });
+
+  test("allowed moves", () => {
+    for (const [from, to] of [
+      ["pending", "running"],
+      ["pending", "failed"],
+      ["pending", "canceled"],
+      ["running", "waiting"],
+      ["running", "succeeded"],
+      ["running", "failed"],
+      ["running", "timed_out"],
+      ["running", "canceled"],
+      ["waiting", "running"],
+      ["waiting", "failed"],
+      ["waiting", "canceled"],
+    ] as const) {
+      assert.ok(canMoveTask(from, to), `${from} → ${to}`);
+    }
+  });
+
+  test("refused moves", () => {
+    for (const [from, to] of [
+      ["pending", "waiting"],
+      ["pending", "succeeded"],
+      ["running", "pending"],
+      ["waiting", "pending"],
+      ["waiting", "succeeded"],
+      ["waiting", "timed_out"],
+      ["succeeded", "running"],
+      ["canceled", "running"],
+      ["failed", "succeeded"],
+    ] as const) {
+      assert.equal(canMoveTask(from, to), false, `${from} → ${to}`);
+    }
+  });
+});
+
+describe("step", () => {
+  const terminal = ["succeeded", "failed", "timed_out", "canceled"] as const;
+
+  test("the table is total, and a terminal step never moves", () => {
+    checkShape(stepMoves, stepStatuses, terminal, canMoveStep);
+  });
+
+  test("allowed and refused moves", () => {
+    assert.ok(canMoveStep("running", "succeeded"));
+    assert.ok(canMoveStep("running", "failed"));
+    assert.ok(canMoveStep("running", "canceled"));
+    assert.ok(canMoveStep("waiting", "timed_out"));
+    assert.ok(canMoveStep("waiting", "canceled"));
+    assert.equal(canMoveStep("running", "timed_out"), false, "a step.run does not time out");
+    assert.equal(canMoveStep("running", "waiting"), false);
+    assert.equal(canMoveStep("waiting", "running"), false);
+    assert.equal(canMoveStep("timed_out", "succeeded"), false, "a late result is never applied");
+  });
+
+  test("a waiting step's deadline ends it by a move the table allows", () => {
+    const approval: ApprovalConfig = {
+      approvers: [],
+      quorum: 1,
+      onTimeout: null,
+      title: null,
+      description: null,
+      remindAfterMs: null,
+      escalateAfterMs: null,
+      escalateTo: [],
+    };
+    for (const kind of stepKinds) {
+      for (const onTimeout of [null, "approve"] as const) {
+        const end = timeoutEnd(waitingStep(kind, { ...approval, onTimeout }));
+        if (kind === "run") {
+          assert.equal(end, null, "a step.run has no deadline");
+          continue;
+        }
+        assert.ok(end, kind);
+        assert.ok(canMoveStep("waiting", end.status), `${kind}: waiting → ${end.status}`);
+      }
+    }
+  });
+});
+
+function waitingStep(kind: StepKind, config: unknown): StepRow {
+  return {
+    stepId: "s",
+    position: 0,
+    kind,
+    status: "waiting",
+    output: null,
+    error: null,
+    attempts: 1,
+    deadlineAt: 0,
+    handedOff: false,
+    jobId: null,
+    config,
+    lateOutput: null,
+    createdAt: 0,
+    updatedAt: 0,
+  };
+}
+
+describe("job", () => {
+  const terminal = ["succeeded", "failed", "canceled", "timed_out"] as const;
+  const eventTypes = Object.keys(jobEventTypes) as JobEventType[];
+
+  test("the table is total, and a terminal job never moves", () => {
+    checkShape(jobMoves, jobStatuses, terminal, canMoveJob);
+    for (const s of jobStatuses) assert.equal(isTerminalJob(s), (terminal as readonly string[]).includes(s));
+  });
+
+  test("forward only: a job may skip ahead, never go back", () => {
+    assert.ok(canMoveJob("pending", "succeeded"), "done before it was reported running");
+    assert.ok(canMoveJob("created", "timed_out"));
+    assert.ok(canMoveJob("running", "canceled"));
+    assert.equal(canMoveJob("running", "created"), false);
+    assert.equal(canMoveJob("created", "pending"), false);
+    assert.equal(canMoveJob("succeeded", "failed"), false);
+  });
+
+  test("an event moves a job only where the table allows", () => {
+    for (const status of jobStatuses) {
+      for (const type of eventTypes) {
+        const to = nextJobStatus(status, type);
+        assert.equal(to !== null, canMoveJob(status, jobEventTypes[type]), `${status} + ${type}`);
+      }
+    }
+    assert.equal(nextJobStatus("succeeded", "job.running"), null, "running after succeeded is ignored");
+  });
+
+  test("an event's effect on its job is a move the table allows, or none", () => {
+    for (const status of jobStatuses) {
+      for (const type of eventTypes) {
+        const effect = jobEventEffect(status, "sim", { eventId: "e", type, jobId: "j" }, 0);
+        const to: JobStatus | null =
+          effect.kind === "end" ? effect.jobStatus : effect.kind === "move" ? effect.to : null;
+        if (to !== null) assert.ok(canMoveJob(status, to), `${status} + ${type} → ${to}`);
+        else assert.ok(effect.kind === "late" || effect.kind === "ignored", `${status} + ${type}`);
+        if (isTerminalJob(status)) assert.equal(to, null, `terminal ${status} is not moved by ${type}`);
+      }
+    }
+    const late = jobEventEffect("timed_out", "sim", { eventId: "e", type: "job.succeeded", jobId: "j" }, 0);
+    assert.equal(late.kind, "late", "a result after the deadline is kept, not applied");
+  });
+});
+
+describe("delivery", () => {
+  const states = ["pending", "delivered", "failed", "dead", "canceled"] as const;
+  const error = { code: "HTTP_STATUS", message: "503" };
+  const results: DeliveryAttemptResult[] = [
+    { outcome: "delivered", status: 200 },
+    { outcome: "retry", status: 503, error, nextAttemptAt: 1 },
+    { outcome: "dead", status: 503, error },
+    { outcome: "failed", status: 400, error },
+    { outcome: "gone", status: 410, error },
+  ];
+
+  test("the table is total, and a delivered delivery never moves", () => {
+    checkShape(deliveryMoves, states, ["delivered"], canMoveDelivery);
+  });
+
+  test("an attempt moves a delivery only where the table allows", () => {
+    for (const current of states) {
+      for (const r of results) {
+        const next = attemptState(current, r);
+        assert.ok(next === current || canMoveDelivery(current, next), `${current} + ${r.outcome} → ${next}`);
+      }
+    }
+  });
+
+  test("an attempt on a pending delivery moves it as its outcome says", () => {
+    assert.deepEqual(
+      results.map((r) => attemptState("pending", r)),
+      ["delivered", "pending", "dead", "failed", "failed"],
+    );
+  });
+
+  test("an attempt that finds its delivery moved on changes it only if it landed", () => {
+    for (const current of ["canceled", "dead", "failed"] as const) {
+      assert.deepEqual(
+        results.map((r) => attemptState(current, r)),
+        ["delivered", current, current, current, current],
+        current,
+      );
+    }
+    assert.equal(attemptState("delivered", results[1]!), "delivered");
+  });
+
+  test("only a dead or failed delivery may be replayed", () => {
+    const enabled = { id: "we_1", status: "enabled" as const, disabled_reason: null };
+    const replayable = (state: DeliveryState) => {
+      try {
+        checkReplayable(enabled, { id: "d_1", state });
+        return true;
+      } catch (e) {
+        assert.ok(e instanceof LonghaulError && e.code === "DELIVERY_NOT_REPLAYABLE");
+        return false;
+      }
+    };
+    assert.deepEqual(
+      states.filter((s) => replayable(s)),
+      ["failed", "dead"],
+    );
+    for (const s of states) assert.equal(replayable(s), canMoveDelivery(s, "pending"), s);
+    assert.throws(
+      () => checkReplayable({ ...enabled, status: "disabled" }, { id: "d_1", state: "dead" }),
+      /disabled/,
+    );
+  });
+});
+
+describe("work item", () => {
+  const states: readonly WorkItemStatus[] = ["pending", "leased", "dead"];
+
+  test("the table is total, and a dead item never moves", () => {
+    checkShape(workItemMoves, states, ["dead"], canMoveWorkItem);
+  });
+
+  test("allowed and refused moves", () => {
+    assert.ok(canMoveWorkItem("pending", "leased"), "claimed");
+    assert.ok(canMoveWorkItem("leased", "pending"), "retried, parked or its lease expired");
+    assert.ok(canMoveWorkItem("leased", "dead"), "its last attempt failed");
+    assert.equal(canMoveWorkItem("pending", "dead"), false, "only a leased item is dead-lettered");
+    assert.equal(canMoveWorkItem("dead", "pending"), false);
+    assert.equal(canMoveWorkItem("dead", "leased"), false);
+  });
+});
