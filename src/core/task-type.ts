@@ -33,7 +33,11 @@ export interface CallbackOptions {
   verify?: { source: string };
 }
 
-export interface ApprovalOptions {
+/**
+ * What an approval asks and how it ends: the options a graph's approval node can set too
+ * (`src/graph/node-with.ts`), which adds no reminders or escalation.
+ */
+export interface ApprovalRequest {
   /** Who may decide; each gets their own links. Empty: one anonymous set of links. */
   approvers?: string[];
   /** Approvals needed (n of m). Default 1; above 1 only with named `approvers`. */
@@ -48,6 +52,9 @@ export interface ApprovalOptions {
    * "customer.name"]`). Anyone holding a link sees the page, so nothing else of the input is shown.
    */
   show?: string[];
+}
+
+export interface ApprovalOptions extends ApprovalRequest {
   /** Emit a `step.reminder` task event this long after the request, if still undecided. */
   remindAfter?: Duration;
   /** Emit a `step.escalated` task event naming `escalateTo` this long after the request. */

@@ -1,5 +1,11 @@
 import type { Duration } from "../core/duration.ts";
-import { defineTask, type StepApi, type TaskType } from "../core/task-type.ts";
+import {
+  type ApprovalRequest,
+  type ApprovalResult,
+  defineTask,
+  type StepApi,
+  type TaskType,
+} from "../core/task-type.ts";
 import { type GraphSpec, topologicalOrder, validateGraph } from "./graph-spec.ts";
 import { type NodeCall, toNodeCall } from "./node-with.ts";
 import { evaluateWhen, resolveTemplate, type TemplateScope } from "./template.ts";
@@ -15,18 +21,7 @@ export interface GraphStepApi {
     o: { timeout?: Duration },
     handoff?: (url: string) => unknown,
   ): Promise<T>;
-  approval(
-    id: string,
-    o: {
-      approvers?: string[];
-      quorum?: number;
-      timeout?: Duration;
-      onTimeout?: "reject" | "approve" | { default: unknown };
-      title?: string;
-      description?: string;
-      show?: string[];
-    },
-  ): Promise<{ approved: boolean; by: string | null; comment: string | null }>;
+  approval(id: string, o: ApprovalRequest): Promise<ApprovalResult>;
   sleep(id: string, duration: Duration): Promise<void>;
 }
 

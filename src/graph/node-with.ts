@@ -1,5 +1,6 @@
 import { type Duration, MAX_DURATION_MS, parseDuration } from "../core/duration.ts";
 import { LonghaulError } from "../core/errors.ts";
+import type { ApprovalRequest } from "../core/task-type.ts";
 import type { NodeKind } from "./graph-spec.ts";
 
 /** A job node's `with`. `provider` defaults to `"sim"`, `input` to `{}`. */
@@ -14,16 +15,8 @@ export interface CallbackWith {
   timeout?: Duration;
 }
 
-export interface ApprovalWith {
-  approvers?: string[];
-  quorum?: number;
-  timeout?: Duration;
-  onTimeout?: "reject" | "approve" | { default: unknown };
-  title?: string;
-  description?: string;
-  /** Task input fields the approval page shows; the rest of the input is not shown. */
-  show?: string[];
-}
+/** An approval node's `with`: an approval's own options; `show` names fields of the graph's `input`. */
+export type ApprovalWith = ApprovalRequest;
 
 export interface SleepWith {
   duration: Duration;

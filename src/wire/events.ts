@@ -41,6 +41,16 @@ export const Verdict = Type.Enum([
 
 export const InboxStatus = Type.Enum(["received", "applied", "ignored", "unmatched", "invalid"]);
 
+/** What names an inbox row, in the timeline and the operators' inbox alike. */
+const inboxRowFields = {
+  source: Type.String(),
+  provider: Type.String(),
+  event_id: Type.String(),
+  type: Nullable(Type.String()),
+  job_id: Nullable(Type.String()),
+  status: InboxStatus,
+};
+
 export const TimelineEvent = Type.Object({
   kind: Type.Literal("event"),
   at: Timestamp,
@@ -54,12 +64,7 @@ export const TimelineDelivery = Type.Object({
   at: Timestamp,
   id: Type.String(),
   origin: Type.Enum(["webhook", "poll"]),
-  source: Type.String(),
-  provider: Type.String(),
-  event_id: Type.String(),
-  type: Nullable(Type.String()),
-  job_id: Nullable(Type.String()),
-  status: InboxStatus,
+  ...inboxRowFields,
   verdict: Verdict,
   signature: Nullable(Type.Literal("verified")),
   note: Nullable(Type.String()),
@@ -76,12 +81,7 @@ export const Timeline = Type.Object({
 /** A delivery in the operators' inbox. */
 export const InboxEvent = Type.Object({
   id: Type.String(),
-  source: Type.String(),
-  provider: Type.String(),
-  event_id: Type.String(),
-  type: Nullable(Type.String()),
-  job_id: Nullable(Type.String()),
-  status: InboxStatus,
+  ...inboxRowFields,
   note: Nullable(Type.String()),
   received_at: Timestamp,
   body: Type.String(),

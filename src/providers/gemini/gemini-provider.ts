@@ -1,6 +1,5 @@
-import { LonghaulError } from "../../core/errors.ts";
-import type { JobUsage, ProviderEvent } from "../../core/provider-event.ts";
-import { isObject, jsonClient } from "../json-client.ts";
+import type { ProviderEvent } from "../../core/provider-event.ts";
+import { isObject } from "../json-client.ts";
 import {
   type CreatedJob,
   type CreateJobRequest,
@@ -8,6 +7,14 @@ import {
   type Provider,
   ProviderError,
 } from "../provider.ts";
+import {
+  type ApiKeyOptions,
+  apiKeyClient,
+  cancelJob,
+  noJobId,
+  refusal,
+  snapshotReads,
+} from "../rest-adapter.ts";
 import { parseGeminiEvent } from "./gemini-events.ts";
 import {
   batchPage,
@@ -24,16 +31,8 @@ import {
 export const BATCH_LOOKUP_PAGE_SIZE = 100;
 export const BATCH_LOOKUP_PAGES = 5;
 
-export interface GeminiProviderOptions {
-  /** The provider's name in the engine; default `gemini`. */
-  name?: string;
-  /** Default `https://generativelanguage.googleapis.com/v1beta`. */
-  baseUrl?: string;
-  apiKey: string;
-  fetchImpl?: typeof fetch;
-  /** Per request; default 30 s. */
-  timeoutMs?: number;
-}
+/** `name` defaults to `gemini`, `baseUrl` to `https://generativelanguage.googleapis.com/v1beta`. */
+export type GeminiProviderOptions = ApiKeyOptions;
 
 /**
  * The `Provider` for the Gemini API's asynchronous work, chosen by `input.kind`:
@@ -52,26 +51,15 @@ export interface GeminiProviderOptions {
  * and a `predictLongRunning` operation carries nothing of the request to match.
  */
 export function geminiProvider(options: GeminiProviderOptions): Provider {
-  const name = options.name ?? "gemini";
-  if (typeof options.apiKey !== "string" || options.apiKey === "") {
-    throw new LonghaulError("CONFIG_INVALID", `Provider "${name}" needs a Gemini API key (apiKey).`);
-  }
-  const request = jsonClient({
-    name,
-    baseUrl: options.baseUrl ?? "https://generativelanguage.googleapis.com/v1beta",
-    headers: { "x-goog-api-key": options.apiKey },
-    ...(options.fetchImpl ? { fetchImpl: options.fetchImpl } : {}),
-    timeoutMs: options.timeoutMs ?? 30_000,
+  const { name, request } = apiKeyClient(options, {
+    name: "gemini",
+    baseUrl: "https://generativelanguage.googleapis.com/v1beta",
+    key: "a Gemini API key",
+    headers: (apiKey) => ({ "x-goog-api-key": apiKey }),
   });
 
   function resourcePath(jobId: string, what: string): string {
-    const path = namePath(jobId);
-    if (path === null) {
-      throw new ProviderError(`${name}: could not ${what}: "${jobId}" is not a resource name.`, {
-        retriable: false,
-      });
-    }
-    return path;
+    return namePath(jobId) ?? refusal(name, what)(`"${jobId}" is not a resource name`);
   }
 
   /**
@@ -105,9 +93,7 @@ export function geminiProvider(options: GeminiProviderOptions): Provider {
 
   async function snapshot(jobId: string, what: string): Promise<JobSnapshot> {
     const { body } = await request(what, "GET", resourcePath(jobId, what));
-    const fail = (why: string): never => {
-      throw new ProviderError(`${name}: could not ${what}: ${why}.`, { retriable: false });
-    };
+    const fail = refusal(name, what);
     return isInteraction(jobId)
       ? interactionSnapshot(jobId, body, fail)
       : operationSnapshot(jobId, body, fail);
@@ -119,9 +105,7 @@ export function geminiProvider(options: GeminiProviderOptions): Provider {
     async create(req: CreateJobRequest): Promise<CreatedJob> {
       const what = `create the job of step ${req.stepId} of task ${req.taskId}`;
       const keyedName = `longhaul ${req.idempotencyKey}`;
-      const refuse = (why: string): never => {
-        throw new ProviderError(`${name}: could not ${what}: ${why}.`, { retriable: false });
-      };
+      const refuse = refusal(name, what);
       if (!isObject(req.input)) return refuse("the step's input must be a JSON object");
       const { kind, ...input } = req.input;
       const webhook_config = {
@@ -174,12 +158,7 @@ export function geminiProvider(options: GeminiProviderOptions): Provider {
         headers: { "idempotency-key": req.idempotencyKey },
       });
       const ref = !isObject(answer) ? undefined : path === "/interactions" ? answer.id : answer.name;
-      if (typeof ref !== "string" || ref === "") {
-        throw new ProviderError(`${name}: could not ${what}: HTTP ${status} carried no resource name.`, {
-          retriable: false,
-          status,
-        });
-      }
+      if (typeof ref !== "string" || ref === "") return noJobId(name, what, status, "resource name");
       const jobId = path === "/interactions" && !ref.includes("/") ? `interactions/${ref}` : ref;
       return { jobId, status: "created" };
     },
@@ -188,33 +167,13 @@ export function geminiProvider(options: GeminiProviderOptions): Provider {
       return parseGeminiEvent(body);
     },
 
-    status(jobId: string): Promise<JobSnapshot> {
-      return snapshot(jobId, `read the status of ${jobId}`);
-    },
-
-    async fetchResult(jobId: string): Promise<{ output: unknown; usage?: JobUsage | undefined }> {
-      const what = `fetch the result of ${jobId}`;
-      const s = await snapshot(jobId, what);
-      if (s.status === "succeeded") return { output: s.output ?? null, usage: s.usage };
-      const running = s.status === "running" || s.status === "created";
-      throw new ProviderError(
-        `${name}: could not ${what}: it is ${s.status}${s.error ? ` (${s.error.message})` : ""}` +
-          `${running ? "; ask again later" : ", so there is no result"}.`,
-        { retriable: running },
-      );
-    },
+    ...snapshotReads(name, snapshot),
 
     async cancel(jobId: string): Promise<void> {
       const what = `cancel ${jobId}`;
       const path = resourcePath(jobId, what);
-      try {
-        // Interactions cancel at a sub-resource; operations (batches included) by a custom method.
-        await request(what, "POST", isInteraction(jobId) ? `${path}/cancel` : `${path}:cancel`);
-      } catch (err) {
-        // 409: the job had already ended, so there is nothing left to cancel.
-        if (err instanceof ProviderError && err.status === 409) return;
-        throw err;
-      }
+      // Interactions cancel at a sub-resource; operations (batches included) by a custom method.
+      await cancelJob(request, what, isInteraction(jobId) ? `${path}/cancel` : `${path}:cancel`);
     },
   };
 }

@@ -2,8 +2,7 @@ import type { JobStatus } from "../../core/job-state.ts";
 import type { JobUsage } from "../../core/provider-event.ts";
 import { isObject } from "../json-client.ts";
 import type { JobSnapshot } from "../provider.ts";
-
-type Fail = (why: string) => never;
+import { type Fail, statusSnapshot } from "../rest-adapter.ts";
 
 /**
  * A job id is the resource name Gemini gave: `batches/…` (a batch, read as a long-running
@@ -90,11 +89,12 @@ const interactionStatuses: Record<string, JobStatus> = {
 };
 
 /** An Interaction `{id, status, outputs, usage}` as the engine sees a job. */
-export function interactionSnapshot(jobId: string, body: unknown, fail: Fail): JobSnapshot {
-  if (!isObject(body)) return fail("the interaction is not a JSON object");
-  const status = typeof body.status === "string" ? interactionStatuses[body.status] : undefined;
-  if (status === undefined) return fail(`unknown interaction status ${JSON.stringify(body.status)}`);
-  const snapshot: JobSnapshot = { jobId, status };
+export function interactionSnapshot(jobId: string, answer: unknown, fail: Fail): JobSnapshot {
+  const { object: body, snapshot } = statusSnapshot(jobId, answer, interactionStatuses, fail, {
+    object: "the interaction",
+    status: "interaction status",
+  });
+  const { status } = snapshot;
   if (status === "succeeded") snapshot.output = interactionOutput(body.outputs);
   if (status === "failed") {
     snapshot.error = isObject(body.error)

@@ -10,6 +10,7 @@ import {
   type Provider,
   ProviderError,
 } from "../provider.ts";
+import { cancelJob, noJobId, refusal, statusSnapshot } from "../rest-adapter.ts";
 
 export interface HttpProviderOptions {
   /** The provider's name in the engine, as sources name it. */
@@ -78,14 +79,13 @@ export function httpProvider(options: HttpProviderOptions): Provider {
   const jobPath = (template: string, jobId: string) => template.replaceAll("{id}", segment(jobId));
 
   async function snapshot(statusPath: string, jobId: string, what: string): Promise<JobSnapshot> {
-    const { body } = await request(what, "GET", jobPath(statusPath, jobId));
-    const fail = (why: string): never => {
-      throw new ProviderError(`${name}: could not ${what}: ${why}.`, { retriable: false });
-    };
-    if (!isObject(body)) return fail("the answer is not a JSON object");
-    const status = typeof body.status === "string" ? statuses[body.status.toLowerCase()] : undefined;
-    if (status === undefined) return fail(`unknown status ${JSON.stringify(body.status)}`);
-    const s: JobSnapshot = { jobId, status };
+    const answer = await request(what, "GET", jobPath(statusPath, jobId));
+    const fail = refusal(name, what);
+    const { object: body, snapshot: s } = statusSnapshot(jobId, answer.body, statuses, fail, {
+      object: "the answer",
+      status: "status",
+      anyCase: true,
+    });
     const output = body.output ?? body.result;
     if (output !== undefined) s.output = output;
     if (body.error !== undefined && body.error !== null) s.error = parseError(body.error, fail);
@@ -104,10 +104,7 @@ export function httpProvider(options: HttpProviderOptions): Provider {
       });
       const id = isObject(body) ? (body.job_id ?? body.id) : undefined;
       if ((typeof id !== "string" && typeof id !== "number") || id === "") {
-        throw new ProviderError(`${name}: could not ${what}: HTTP ${status} carried no job_id or id.`, {
-          retriable: false,
-          status,
-        });
+        return noJobId(name, what, status, "job_id or id");
       }
       const said =
         isObject(body) && typeof body.status === "string" ? statuses[body.status.toLowerCase()] : undefined;
@@ -131,15 +128,7 @@ export function httpProvider(options: HttpProviderOptions): Provider {
     };
   }
   if (cancelPath) {
-    provider.cancel = async (jobId) => {
-      try {
-        await request(`cancel job ${jobId}`, "POST", jobPath(cancelPath, jobId));
-      } catch (err) {
-        // 409: the job had already ended, so there is nothing left to cancel.
-        if (err instanceof ProviderError && err.status === 409) return;
-        throw err;
-      }
-    };
+    provider.cancel = (jobId) => cancelJob(request, `cancel job ${jobId}`, jobPath(cancelPath, jobId));
   }
   return provider;
 }

@@ -2,8 +2,7 @@ import type { JobStatus } from "../../core/job-state.ts";
 import type { JobUsage } from "../../core/provider-event.ts";
 import { isObject } from "../json-client.ts";
 import type { JobSnapshot } from "../provider.ts";
-
-type Fail = (why: string) => never;
+import { type Fail, statusSnapshot } from "../rest-adapter.ts";
 
 /** A job id names its kind: the Batch API's ids start with `batch_`, everything else is a response. */
 export function isBatchId(jobId: string): boolean {
@@ -20,12 +19,12 @@ const responseStatuses: Record<string, JobStatus> = {
 };
 
 /** A Responses API object (`GET /responses/{id}`) as the engine sees a job. */
-export function responseSnapshot(jobId: string, body: unknown, fail: Fail): JobSnapshot {
-  if (!isObject(body)) return fail("the response object is not a JSON object");
-  const status = typeof body.status === "string" ? responseStatuses[body.status] : undefined;
-  if (status === undefined) return fail(`unknown response status ${JSON.stringify(body.status)}`);
-  const snapshot: JobSnapshot = { jobId, status };
-  if (status === "succeeded") snapshot.output = responseOutput(body);
+export function responseSnapshot(jobId: string, answer: unknown, fail: Fail): JobSnapshot {
+  const { object: body, snapshot } = statusSnapshot(jobId, answer, responseStatuses, fail, {
+    object: "the response object",
+    status: "response status",
+  });
+  if (snapshot.status === "succeeded") snapshot.output = responseOutput(body);
   if (body.status === "failed")
     snapshot.error = apiError(body.error, "response_failed", "The response failed.");
   if (body.status === "incomplete") {
@@ -71,12 +70,12 @@ const batchStatuses: Record<string, JobStatus> = {
 };
 
 /** A Batch API object (`GET /batches/{id}`) as the engine sees a job. */
-export function batchSnapshot(jobId: string, body: unknown, fail: Fail): JobSnapshot {
-  if (!isObject(body)) return fail("the batch object is not a JSON object");
-  const status = typeof body.status === "string" ? batchStatuses[body.status] : undefined;
-  if (status === undefined) return fail(`unknown batch status ${JSON.stringify(body.status)}`);
-  const snapshot: JobSnapshot = { jobId, status };
-  if (status === "succeeded") {
+export function batchSnapshot(jobId: string, answer: unknown, fail: Fail): JobSnapshot {
+  const { object: body, snapshot } = statusSnapshot(jobId, answer, batchStatuses, fail, {
+    object: "the batch object",
+    status: "batch status",
+  });
+  if (snapshot.status === "succeeded") {
     snapshot.output = {
       output_file_id: body.output_file_id ?? null,
       error_file_id: body.error_file_id ?? null,

@@ -1,26 +1,19 @@
-import { LonghaulError } from "../../core/errors.ts";
-import type { JobUsage, ProviderEvent } from "../../core/provider-event.ts";
-import { isObject, jsonClient, segment } from "../json-client.ts";
+import type { ProviderEvent } from "../../core/provider-event.ts";
+import { isObject, segment } from "../json-client.ts";
+import type { CreatedJob, CreateJobRequest, JobSnapshot, Provider } from "../provider.ts";
 import {
-  type CreatedJob,
-  type CreateJobRequest,
-  type JobSnapshot,
-  type Provider,
-  ProviderError,
-} from "../provider.ts";
+  type ApiKeyOptions,
+  apiKeyClient,
+  cancelJob,
+  noJobId,
+  refusal,
+  snapshotReads,
+} from "../rest-adapter.ts";
 import { parseOpenAIEvent } from "./openai-events.ts";
 import { batchSnapshot, isBatchId, responseSnapshot } from "./openai-objects.ts";
 
-export interface OpenAIProviderOptions {
-  /** The provider's name in the engine; default `openai`. */
-  name?: string;
-  /** Default `https://api.openai.com/v1`. */
-  baseUrl?: string;
-  apiKey: string;
-  fetchImpl?: typeof fetch;
-  /** Per request; default 30 s. */
-  timeoutMs?: number;
-}
+/** `name` defaults to `openai`, `baseUrl` to `https://api.openai.com/v1`. */
+export type OpenAIProviderOptions = ApiKeyOptions;
 
 /**
  * The `Provider` for OpenAI's asynchronous APIs. `input.kind === "batch"` creates a Batch
@@ -32,16 +25,11 @@ export interface OpenAIProviderOptions {
  * project's endpoint must point at this deployment's `/hooks/<source>`.
  */
 export function openaiProvider(options: OpenAIProviderOptions): Provider {
-  const name = options.name ?? "openai";
-  if (typeof options.apiKey !== "string" || options.apiKey === "") {
-    throw new LonghaulError("CONFIG_INVALID", `Provider "${name}" needs an OpenAI API key (apiKey).`);
-  }
-  const request = jsonClient({
-    name,
-    baseUrl: options.baseUrl ?? "https://api.openai.com/v1",
-    headers: { authorization: `Bearer ${options.apiKey}` },
-    ...(options.fetchImpl ? { fetchImpl: options.fetchImpl } : {}),
-    timeoutMs: options.timeoutMs ?? 30_000,
+  const { name, request } = apiKeyClient(options, {
+    name: "openai",
+    baseUrl: "https://api.openai.com/v1",
+    key: "an OpenAI API key",
+    headers: (apiKey) => ({ authorization: `Bearer ${apiKey}` }),
   });
 
   const objectPath = (jobId: string) =>
@@ -49,9 +37,7 @@ export function openaiProvider(options: OpenAIProviderOptions): Provider {
 
   async function snapshot(jobId: string, what: string): Promise<JobSnapshot> {
     const { body } = await request(what, "GET", objectPath(jobId));
-    const fail = (why: string): never => {
-      throw new ProviderError(`${name}: could not ${what}: ${why}.`, { retriable: false });
-    };
+    const fail = refusal(name, what);
     return isBatchId(jobId) ? batchSnapshot(jobId, body, fail) : responseSnapshot(jobId, body, fail);
   }
 
@@ -60,9 +46,7 @@ export function openaiProvider(options: OpenAIProviderOptions): Provider {
 
     async create(req: CreateJobRequest): Promise<CreatedJob> {
       const what = `create the job of step ${req.stepId} of task ${req.taskId}`;
-      const refuse = (why: string): never => {
-        throw new ProviderError(`${name}: could not ${what}: ${why}.`, { retriable: false });
-      };
+      const refuse = refusal(name, what);
       if (!isObject(req.input)) return refuse("the step's input must be a JSON object");
       const { kind, metadata, ...rest } = req.input;
       const tags = {
@@ -90,12 +74,7 @@ export function openaiProvider(options: OpenAIProviderOptions): Provider {
         headers: { "idempotency-key": req.idempotencyKey },
       });
       const id = isObject(answer) ? answer.id : undefined;
-      if (typeof id !== "string" || id === "") {
-        throw new ProviderError(`${name}: could not ${what}: HTTP ${status} carried no id.`, {
-          retriable: false,
-          status,
-        });
-      }
+      if (typeof id !== "string" || id === "") return noJobId(name, what, status, "id");
       return { jobId: id, status: "created" };
     },
 
@@ -103,30 +82,10 @@ export function openaiProvider(options: OpenAIProviderOptions): Provider {
       return parseOpenAIEvent(body);
     },
 
-    status(jobId: string): Promise<JobSnapshot> {
-      return snapshot(jobId, `read the status of ${jobId}`);
-    },
-
-    async fetchResult(jobId: string): Promise<{ output: unknown; usage?: JobUsage | undefined }> {
-      const what = `fetch the result of ${jobId}`;
-      const s = await snapshot(jobId, what);
-      if (s.status === "succeeded") return { output: s.output ?? null, usage: s.usage };
-      const running = s.status === "running" || s.status === "created";
-      throw new ProviderError(
-        `${name}: could not ${what}: it is ${s.status}${s.error ? ` (${s.error.message})` : ""}` +
-          `${running ? "; ask again later" : ", so there is no result"}.`,
-        { retriable: running },
-      );
-    },
+    ...snapshotReads(name, snapshot),
 
     async cancel(jobId: string): Promise<void> {
-      try {
-        await request(`cancel ${jobId}`, "POST", `${objectPath(jobId)}/cancel`);
-      } catch (err) {
-        // 409: the job had already ended, so there is nothing left to cancel.
-        if (err instanceof ProviderError && err.status === 409) return;
-        throw err;
-      }
+      await cancelJob(request, `cancel ${jobId}`, `${objectPath(jobId)}/cancel`);
     },
   };
 }

@@ -2,13 +2,8 @@ import type { JobStatus } from "../../core/job-state.ts";
 import type { ProviderEvent } from "../../core/provider-event.ts";
 import { isObject, parseBriefEvent, parseJobError, parseUsage } from "../brief-event.ts";
 import { jsonClient } from "../json-client.ts";
-import {
-  type CreatedJob,
-  type CreateJobRequest,
-  type JobSnapshot,
-  type Provider,
-  ProviderError,
-} from "../provider.ts";
+import type { CreatedJob, CreateJobRequest, JobSnapshot, Provider } from "../provider.ts";
+import { cancelJob, noJobId, refusal, statusSnapshot } from "../rest-adapter.ts";
 
 export interface SimProviderOptions {
   /** The simulator's base URL, e.g. `http://127.0.0.1:8788`. */
@@ -54,12 +49,7 @@ export function simProvider(options: SimProviderOptions): Provider {
         headers: { "idempotency-key": req.idempotencyKey },
       });
       const id = isObject(body) ? body.id : undefined;
-      if (typeof id !== "string" || id === "") {
-        throw new ProviderError(`${name}: could not ${what}: HTTP ${status} carried no job id.`, {
-          retriable: false,
-          status,
-        });
-      }
+      if (typeof id !== "string" || id === "") return noJobId(name, what, status, "job id");
       return { jobId: id, status: "created" };
     },
 
@@ -69,14 +59,12 @@ export function simProvider(options: SimProviderOptions): Provider {
 
     async status(jobId: string): Promise<JobSnapshot> {
       const what = `read the status of job ${jobId}`;
-      const { body } = await request(what, "GET", `/v1/jobs/${encodeURIComponent(jobId)}`);
-      const fail = (why: string): never => {
-        throw new ProviderError(`${name}: could not ${what}: ${why}.`, { retriable: false });
-      };
-      if (!isObject(body)) return fail("the answer is not a JSON object");
-      const status = typeof body.status === "string" ? statuses[body.status] : undefined;
-      if (status === undefined) return fail(`unknown status ${JSON.stringify(body.status)}`);
-      const snapshot: JobSnapshot = { jobId, status };
+      const answer = await request(what, "GET", `/v1/jobs/${encodeURIComponent(jobId)}`);
+      const fail = refusal(name, what);
+      const { object: body, snapshot } = statusSnapshot(jobId, answer.body, statuses, fail, {
+        object: "the answer",
+        status: "status",
+      });
       if (body.output !== undefined) snapshot.output = body.output;
       if (body.error !== undefined) snapshot.error = parseJobError(body.error, fail);
       if (body.usage !== undefined) snapshot.usage = parseUsage(body.usage, fail);
@@ -84,13 +72,7 @@ export function simProvider(options: SimProviderOptions): Provider {
     },
 
     async cancel(jobId: string): Promise<void> {
-      try {
-        await request(`cancel job ${jobId}`, "POST", `/v1/jobs/${encodeURIComponent(jobId)}/cancel`);
-      } catch (err) {
-        // 409: the job had already ended, so there is nothing left to cancel.
-        if (err instanceof ProviderError && err.status === 409) return;
-        throw err;
-      }
+      await cancelJob(request, `cancel job ${jobId}`, `/v1/jobs/${encodeURIComponent(jobId)}/cancel`);
     },
   };
 }
