@@ -1008,15 +1008,11 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
         status: 301,
         error: httpError(301),
       });
-      assert.deepEqual(await deliveryRow(store, ok), {
-        ...(await deliveryRow(store, ok)),
-        state: "delivered",
-        attempts: 1,
-        lastStatus: 204,
-        lastError: null,
-        nextAttemptAt: null,
-        deliveredAt: clock.now(),
-      });
+      const done = await deliveryRow(store, ok);
+      assert.deepEqual(
+        [done.state, done.attempts, done.lastStatus, done.lastError, done.nextAttemptAt, done.deliveredAt],
+        ["delivered", 1, 204, null, null, clock.now()],
+      );
       const waiting = await deliveryRow(store, flaky);
       assert.deepEqual(
         [waiting.state, waiting.attempts, waiting.lastStatus, waiting.lastError, waiting.nextAttemptAt],
