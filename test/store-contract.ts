@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ManualClock } from "../src/core/clock.ts";
 import { LonghaulError } from "../src/core/errors.ts";
-import type { Lease, Store, WorkItem } from "../src/store/store.ts";
+import type { DeliveryState, Lease, Store, WorkItem } from "../src/store/store.ts";
 import { PARK_MS as PARK_WAIT_MS } from "../src/store/work-items.ts";
 
 /**
@@ -479,6 +479,84 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
       await store.close();
     });
 
+    const signal = (
+      store: Store,
+      tenantId: string,
+      name: string,
+      id: number,
+      clientId: string | null = null,
+    ) => store.recordSignal({ tenantId, name, data: { id }, clientId });
+    /** Registers on the advance `lease` a step `stepId` waiting for signal `paid` with data `{ id }`. */
+    const waitForPaid = (
+      store: Store,
+      lease: Lease,
+      taskId: string,
+      stepId: string,
+      position: number,
+      id: number,
+    ) =>
+      store.registerWait(lease, taskId, {
+        kind: "wait_event",
+        stepId,
+        position,
+        timeoutMs: 60_000,
+        match: { event: "paid", data: { id } },
+      });
+
+    test("a signal sent after its task was created but before the wait ends the wait when it is registered", async () => {
+      const { store, tenant, other, clock } = await setup();
+      await signal(store, tenant.id, "paid", 1);
+      clock.advance(1);
+      const { task } = await submit(store, tenant.id);
+      clock.advance(1);
+      await signal(store, other.id, "paid", 2);
+      await signal(store, tenant.id, "refunded", 2);
+      const hit = await signal(store, tenant.id, "paid", 2);
+      assert.equal(hit.matched, 0, "nothing waits yet");
+      const adv = await claimOne(store);
+      assert.equal(await store.beginAdvance(adv.lease, task.id), "started");
+      const step = await waitForPaid(store, adv.lease, task.id, "paid-2", 0, 2);
+      assert.equal(step.status, "succeeded");
+      assert.deepEqual(step.output, { id: hit.id, name: "paid", data: { id: 2 } }, "this tenant's signal");
+      const older = await waitForPaid(store, adv.lease, task.id, "paid-1", 1, 1);
+      assert.equal(older.status, "waiting", "a signal from before the task was created is not for it");
+      await store.close();
+    });
+
+    test("a signal ends the wait it matches and queues one advance; another tenant, name or data does not", async () => {
+      const { store, tenant, other, clock } = await setup();
+      const { task } = await submit(store, tenant.id);
+      const adv = await claimOne(store);
+      await store.beginAdvance(adv.lease, task.id);
+      await waitForPaid(store, adv.lease, task.id, "pay", 0, 7);
+      await store.finishAdvance(adv.lease, task.id, { kind: "suspended" });
+      assert.equal((await signal(store, other.id, "paid", 7, "c-1")).matched, 0);
+      assert.equal((await signal(store, tenant.id, "refunded", 7)).matched, 0);
+      assert.equal((await signal(store, tenant.id, "paid", 8)).matched, 0);
+      assert.equal((await store.getTask(tenant.id, task.id))!.steps[0]!.status, "waiting");
+      const hit = await signal(store, tenant.id, "paid", 7, "c-1");
+      assert.equal(hit.duplicate, false, "a client id is per tenant");
+      assert.equal(hit.matched, 1);
+      assert.deepEqual(await signal(store, tenant.id, "paid", 7, "c-1"), {
+        id: hit.id,
+        duplicate: true,
+        matched: 0,
+      });
+      const step = (await store.getTask(tenant.id, task.id))!.steps[0]!;
+      assert.equal(step.status, "succeeded");
+      assert.deepEqual(step.output, { id: hit.id, name: "paid", data: { id: 7 } });
+      const items = await store.claim("w", 10, 30_000);
+      assert.deepEqual(
+        items.map((i) => [i.kind, i.payload.taskId]),
+        [["advance", task.id]],
+      );
+      assert.equal((await signal(store, tenant.id, "paid", 7)).matched, 0, "the wait has ended");
+      await store.complete({ itemId: items[0]!.id, owner: "w" });
+      clock.advance(60_000);
+      assert.deepEqual(await store.claim("w", 10, 30_000), [], "the wait's deadline timer is gone");
+      await store.close();
+    });
+
     test("a tenant at its webhook endpoint cap cannot create another, even with creates racing", async () => {
       const { store, tenant, other } = await setup();
       const create = (tenantId: string, maxPerTenant?: number) =>
@@ -584,7 +662,8 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
     /**
      * Submits a task whose one step is a job declaring `maxTokens`, and claims the job's
      * dispatch; `admit` asks the store to admit it, as the dispatcher does (claiming the
-     * dispatch again once it was parked).
+     * dispatch again once it was parked), and records the job created at the provider unless
+     * `create` is false; `failCreate` then fails the admitted job as a refused create does.
      */
     const admitJob = async (store: Store, tenantId: string, maxTokens: number | null) => {
       const { task } = await submit(store, tenantId);
@@ -605,19 +684,25 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
       await store.finishAdvance(adv.lease, task.id, { kind: "suspended" });
       const jobId = String((await store.getTask(tenantId, task.id))!.jobs[0]!.id);
       let held = (await claimFor(store, (i) => i.kind === "dispatch" && i.payload.jobId === jobId))?.lease;
-      const admit = async () => {
+      let admitted: Lease | undefined;
+      const admit = async (create = true) => {
         const lease =
           held ?? (await claimFor(store, (i) => i.kind === "dispatch" && i.payload.jobId === jobId))?.lease;
         held = undefined;
         if (!lease) return "not due" as const;
         const verdict = await store.acquireJobSlot(lease, jobId);
-        if (verdict === "ok") await store.recordJobCreated(lease, jobId, `ext-${jobId}`, "created");
+        if (verdict === "ok" && create) await store.recordJobCreated(lease, jobId, `ext-${jobId}`, "created");
+        if (verdict === "ok" && !create) admitted = lease;
         if (verdict === "rejected") {
           await store.failJob(lease, jobId, { code: "BUDGET_EXCEEDED", message: "over budget" });
         }
         return verdict;
       };
-      return { task, jobId, admit };
+      const failCreate = async () => {
+        assert.ok(admitted, "admitted with admit(false) first");
+        await store.failJob(admitted, jobId, { code: "PROVIDER_ERROR", message: "create refused" });
+      };
+      return { task, jobId, admit, failCreate };
     };
     /** The job ends at its provider having used `tokens`. */
     const endWithUsage = async (store: Store, jobId: string, tokens: number) => {
@@ -697,6 +782,80 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
       await store.close();
     });
 
+    for (const end of ["its event", "a failed create"] as const) {
+      test(`with max_concurrent_jobs 1 a second job parks until the first ends by ${end}, which wakes it early`, async () => {
+        const { store, clock, tenant } = await setup();
+        await store.updateTenant(tenant.id, { quotas: { max_concurrent_jobs: 1 } });
+        const first = await admitJob(store, tenant.id, null);
+        const second = await admitJob(store, tenant.id, null);
+        assert.equal(await first.admit(end === "its event"), "ok");
+        assert.equal(await second.admit(), "parked", "the one slot is taken");
+        clock.advance(PARK_WAIT_MS - 1);
+        assert.equal(await second.admit(), "not due", "parked work waits PARK_MS");
+        clock.advance(1);
+        assert.equal(await second.admit(), "parked", "pending again after PARK_MS, and parked again");
+        if (end === "its event") await endWithUsage(store, first.jobId, 10);
+        else await first.failCreate();
+        const ended = (await store.getTask(tenant.id, first.task.id))!.jobs[0]!;
+        assert.equal(ended.status, end === "its event" ? "succeeded" : "failed");
+        assert.equal(await second.admit(), "ok", "the first job's end woke the parked dispatch");
+        await store.close();
+      });
+    }
+
+    test("a new task of a tenant at its job limit waits as pending, and starts once a slot frees", async () => {
+      const { store, clock, tenant } = await setup();
+      await store.updateTenant(tenant.id, { quotas: { max_concurrent_jobs: 1 } });
+      const first = await admitJob(store, tenant.id, null);
+      assert.equal(await first.admit(), "ok");
+      const { task } = await submit(store, tenant.id);
+      const begin = async () => {
+        const adv = await claimFor(store, (i) => i.kind === "advance" && i.payload.taskId === task.id);
+        return adv ? store.beginAdvance(adv.lease, task.id) : "not due";
+      };
+      assert.equal(await begin(), "parked");
+      assert.equal((await store.getTask(tenant.id, task.id))!.task.status, "pending");
+      clock.advance(PARK_WAIT_MS - 1);
+      assert.equal(await begin(), "not due");
+      clock.advance(1);
+      assert.equal(await begin(), "parked", "looked again after PARK_MS; the slot is still taken");
+      await endWithUsage(store, first.jobId, 10);
+      assert.equal(await begin(), "started", "the job's end woke the parked task");
+      assert.equal((await store.getTask(tenant.id, task.id))!.task.status, "running");
+      await store.close();
+    });
+
+    test("raising a tenant's quota wakes its parked work at once, and no other tenant's update does", async () => {
+      const { store, tenant, other } = await setup();
+      await store.updateTenant(tenant.id, { quotas: { max_concurrent_jobs: 1 } });
+      const first = await admitJob(store, tenant.id, null);
+      const second = await admitJob(store, tenant.id, null);
+      assert.equal(await first.admit(), "ok");
+      assert.equal(await second.admit(), "parked");
+      await store.updateTenant(other.id, { quotas: { max_concurrent_jobs: 5 } });
+      assert.equal(await second.admit(), "not due", "another tenant's quotas wake nothing here");
+      const raised = await store.updateTenant(tenant.id, { quotas: { max_concurrent_jobs: 2 } });
+      assert.equal(raised.quotas.max_concurrent_jobs, 2);
+      assert.equal(await second.admit(), "ok");
+      await store.close();
+    });
+
+    test("over a spent budget with the reject policy a job is rejected, not parked, and a new task is refused", async () => {
+      const { store, tenant } = await setup();
+      await store.updateTenant(tenant.id, { quotas: { token_budget: 100, budget_policy: "reject" } });
+      const first = await admitJob(store, tenant.id, null);
+      const second = await admitJob(store, tenant.id, null);
+      assert.equal(await first.admit(), "ok");
+      await endWithUsage(store, first.jobId, 100);
+      // admit() fails the rejected job on the lease it still holds; a parked item would be LEASE_LOST.
+      assert.equal(await second.admit(), "rejected");
+      const d = (await store.getTask(tenant.id, second.task.id))!;
+      assert.equal(d.jobs[0]!.status, "failed");
+      assert.equal(d.steps[0]!.error?.code, "BUDGET_EXCEEDED");
+      await rejectsCode(submit(store, tenant.id), "BUDGET_EXCEEDED");
+      await store.close();
+    });
+
     test("meta keeps the first value written", async () => {
       const { store } = await setup();
       assert.equal(await store.putMetaIfAbsent("k", "one"), "one");
@@ -758,6 +917,216 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
       const input = await store.deliveryForAttempt(page!.deliveries[0]!.id);
       assert.equal(input?.endpoint.secret, "sealed:plain-2");
       assert.equal(input?.endpoint.previousSecret, "sealed:plain-1");
+      await store.close();
+    });
+
+    const endpoint = (store: Store, tenantId: string, events: string[] | null = null) =>
+      store.createWebhookEndpoint({ tenantId, url: "https://example.com/hooks", events, secret: "whsec_x" });
+    const deliveriesOf = async (store: Store, tenantId: string, endpointId: string) =>
+      (await store.listWebhookDeliveries(tenantId, endpointId, { limit: 100 }))?.deliveries ?? null;
+    const deliveryRow = async (store: Store, deliveryId: string) =>
+      (await store.deliveryForAttempt(deliveryId))!.delivery;
+    /** An endpoint of the tenant taking `task.created`, and one delivery to it per task submitted (oldest first). */
+    const endpointWithDeliveries = async (store: Store, clock: ManualClock, tenantId: string, n: number) => {
+      const e = await endpoint(store, tenantId, ["task.created"]);
+      for (let i = 0; i < n; i++) {
+        clock.advance(1);
+        await submit(store, tenantId);
+      }
+      return { e, ids: (await deliveriesOf(store, tenantId, e.id))!.map((d) => d.id).reverse() };
+    };
+    /** Claims what is due, finishes all but the `deliver` items, and returns a lease per delivery id. */
+    const claimDeliveries = async (store: Store) => {
+      const leases = new Map<string, Lease>();
+      for (const it of await store.claim("w", 50, 30_000)) {
+        const lease = { itemId: it.id, owner: "w" };
+        if (it.kind === "deliver") leases.set(String(it.payload.deliveryId), lease);
+        else await store.complete(lease);
+      }
+      return leases;
+    };
+    const httpError = (status: number) => ({ code: "HTTP_STATUS", message: `answered ${status}` });
+
+    test("a task event becomes one delivery and one deliver item per enabled endpoint of its tenant whose filter matches", async () => {
+      const { store, clock, tenant, other } = await setup();
+      const all = await endpoint(store, tenant.id);
+      const prefix = await endpoint(store, tenant.id, ["task.*"]);
+      const succeeded = await endpoint(store, tenant.id, ["task.succeeded"]);
+      const deleted = await endpoint(store, tenant.id);
+      const theirs = await endpoint(store, other.id);
+      await submit(store, tenant.id);
+      // Deleting an endpoint drops its queued deliveries, and later events skip it.
+      assert.equal(await store.deleteWebhookEndpoint(tenant.id, deleted.id), true);
+      clock.advance(1);
+      const { task } = await submit(store, tenant.id);
+      const items = await store.claim("w", 50, 30_000);
+      const queued = items.filter((i) => i.kind === "deliver").map((i) => String(i.payload.deliveryId));
+      const listed = [
+        ...(await deliveriesOf(store, tenant.id, all.id))!,
+        ...(await deliveriesOf(store, tenant.id, prefix.id))!,
+      ];
+      assert.deepEqual(
+        listed.map((d) => d.eventType),
+        ["task.created", "task.created", "task.created", "task.created"],
+      );
+      assert.deepEqual(queued.sort(), listed.map((d) => d.id).sort());
+      assert.deepEqual(await deliveriesOf(store, tenant.id, succeeded.id), []);
+      assert.equal(await deliveriesOf(store, tenant.id, deleted.id), null);
+      assert.deepEqual(await deliveriesOf(store, other.id, theirs.id), []);
+      const adv = items.find((i) => i.kind === "advance" && i.payload.taskId === task.id)!;
+      const lease = { itemId: adv.id, owner: "w" };
+      await store.beginAdvance(lease, task.id);
+      await store.finishAdvance(lease, task.id, { kind: "succeeded", output: null });
+      assert.deepEqual(
+        (await deliveriesOf(store, tenant.id, succeeded.id))!.map((d) => [d.eventType, d.taskId]),
+        [["task.succeeded", task.id]],
+      );
+      assert.equal(
+        (await deliveriesOf(store, tenant.id, prefix.id))!.length,
+        4,
+        "task.running and task.succeeded too",
+      );
+      assert.equal((await claimDeliveries(store)).size, 2 + 2 + 1);
+      await store.close();
+    });
+
+    test("an attempt delivers, retries at the time given, or ends the delivery dead or failed", async () => {
+      const { store, clock, tenant } = await setup();
+      const { ids } = await endpointWithDeliveries(store, clock, tenant.id, 3);
+      const [ok, flaky, redirected] = ids as [string, string, string];
+      const leases = await claimDeliveries(store);
+      await store.recordDeliveryAttempt(leases.get(ok)!, ok, { outcome: "delivered", status: 204 });
+      const retryAt = clock.now() + 1000;
+      await store.recordDeliveryAttempt(leases.get(flaky)!, flaky, {
+        outcome: "retry",
+        status: 503,
+        error: httpError(503),
+        nextAttemptAt: retryAt,
+      });
+      await store.recordDeliveryAttempt(leases.get(redirected)!, redirected, {
+        outcome: "failed",
+        status: 301,
+        error: httpError(301),
+      });
+      const done = await deliveryRow(store, ok);
+      assert.deepEqual(
+        [done.state, done.attempts, done.lastStatus, done.lastError, done.nextAttemptAt, done.deliveredAt],
+        ["delivered", 1, 204, null, null, clock.now()],
+      );
+      const waiting = await deliveryRow(store, flaky);
+      assert.deepEqual(
+        [waiting.state, waiting.attempts, waiting.lastStatus, waiting.lastError, waiting.nextAttemptAt],
+        ["pending", 1, 503, httpError(503), retryAt],
+      );
+      assert.equal((await deliveryRow(store, redirected)).state, "failed");
+      clock.advance(999);
+      assert.equal((await claimDeliveries(store)).size, 0, "only the retry is queued, and it is not due yet");
+      clock.advance(1);
+      const again = await claimDeliveries(store);
+      assert.deepEqual([...again.keys()], [flaky]);
+      await store.recordDeliveryAttempt(again.get(flaky)!, flaky, {
+        outcome: "dead",
+        status: 500,
+        error: httpError(500),
+      });
+      const dead = await deliveryRow(store, flaky);
+      assert.deepEqual(
+        [dead.state, dead.attempts, dead.roundAttempts, dead.lastStatus, dead.nextAttemptAt],
+        ["dead", 2, 2, 500, null],
+      );
+      clock.advance(86_400_000);
+      assert.equal((await claimDeliveries(store)).size, 0, "nothing is left queued");
+      await store.close();
+    });
+
+    test("a gone answer disables the endpoint, cancels its pending deliveries, and later events skip it", async () => {
+      const { store, clock, tenant } = await setup();
+      const { e, ids } = await endpointWithDeliveries(store, clock, tenant.id, 1);
+      const leases = await claimDeliveries(store);
+      await submit(store, tenant.id);
+      const [first, second] = (await deliveriesOf(store, tenant.id, e.id))!.map((d) => d.id).reverse();
+      assert.equal(first, ids[0]);
+      await store.recordDeliveryAttempt(leases.get(first!)!, first!, {
+        outcome: "gone",
+        status: 410,
+        error: { code: "ENDPOINT_GONE", message: "answered 410 Gone" },
+      });
+      const [disabled] = await store.listWebhookEndpoints(tenant.id);
+      assert.equal(disabled?.status, "disabled");
+      assert.equal(disabled?.disabledReason, "answered 410 Gone");
+      assert.equal((await deliveryRow(store, first!)).state, "failed");
+      assert.equal((await deliveryRow(store, second!)).state, "canceled");
+      assert.equal((await claimDeliveries(store)).size, 0, "the canceled delivery's item is gone");
+      await submit(store, tenant.id);
+      assert.equal((await deliveriesOf(store, tenant.id, e.id))!.length, 2);
+      await rejectsCode(store.replayWebhookDelivery(tenant.id, e.id, first!), "DELIVERY_NOT_REPLAYABLE");
+      await store.close();
+    });
+
+    test("an endpoint's deliveries page newest first with a cursor and filter by state", async () => {
+      const { store, clock, tenant } = await setup();
+      const { e, ids } = await endpointWithDeliveries(store, clock, tenant.id, 5);
+      const leases = await claimDeliveries(store);
+      await store.recordDeliveryAttempt(leases.get(ids[0]!)!, ids[0]!, { outcome: "delivered", status: 200 });
+      await store.recordDeliveryAttempt(leases.get(ids[1]!)!, ids[1]!, {
+        outcome: "dead",
+        status: 500,
+        error: httpError(500),
+      });
+      const page = async (q: { limit: number; cursor?: string | null; state?: DeliveryState }) => {
+        const p = (await store.listWebhookDeliveries(tenant.id, e.id, {
+          ...q,
+          cursor: q.cursor ?? undefined,
+        }))!;
+        return { ids: p.deliveries.map((d) => d.id), next: p.nextCursor };
+      };
+      const p1 = await page({ limit: 2 });
+      const p2 = await page({ limit: 2, cursor: p1.next });
+      const p3 = await page({ limit: 2, cursor: p2.next });
+      assert.deepEqual([p1.ids, p2.ids, p3.ids], [[ids[4], ids[3]], [ids[2], ids[1]], [ids[0]]]);
+      assert.equal(p3.next, null);
+      const pending1 = await page({ limit: 2, state: "pending" });
+      const pending2 = await page({ limit: 2, state: "pending", cursor: pending1.next });
+      assert.deepEqual([pending1.ids, pending2.ids], [[ids[4], ids[3]], [ids[2]]]);
+      assert.deepEqual((await page({ limit: 10, state: "dead" })).ids, [ids[1]]);
+      assert.deepEqual((await page({ limit: 10, state: "delivered" })).ids, [ids[0]]);
+      assert.deepEqual((await page({ limit: 10, state: "failed" })).ids, []);
+      await store.close();
+    });
+
+    test("a replay queues a fresh round for a dead delivery; another tenant cannot list, replay or delete", async () => {
+      const { store, clock, tenant, other } = await setup();
+      const { e, ids } = await endpointWithDeliveries(store, clock, tenant.id, 2);
+      const [delivered, dead] = ids as [string, string];
+      const leases = await claimDeliveries(store);
+      await store.recordDeliveryAttempt(leases.get(delivered)!, delivered, {
+        outcome: "delivered",
+        status: 200,
+      });
+      await store.recordDeliveryAttempt(leases.get(dead)!, dead, {
+        outcome: "dead",
+        status: 500,
+        error: httpError(500),
+      });
+      const theirs = await endpoint(store, other.id);
+      assert.equal(await store.listWebhookDeliveries(other.id, e.id, { limit: 10 }), null);
+      await rejectsCode(store.replayWebhookDelivery(other.id, e.id, dead), "WEBHOOK_ENDPOINT_NOT_FOUND");
+      await rejectsCode(store.replayWebhookDelivery(other.id, theirs.id, dead), "DELIVERY_NOT_FOUND");
+      assert.equal(await store.deleteWebhookEndpoint(other.id, e.id), false);
+      assert.equal((await deliveriesOf(store, tenant.id, e.id))!.length, 2);
+      await rejectsCode(store.replayWebhookDelivery(tenant.id, e.id, delivered), "DELIVERY_NOT_REPLAYABLE");
+      const replayed = await store.replayWebhookDelivery(tenant.id, e.id, dead);
+      assert.deepEqual(
+        [replayed.state, replayed.attempts, replayed.roundAttempts, replayed.nextAttemptAt],
+        ["pending", 1, 0, clock.now()],
+      );
+      const again = await claimDeliveries(store);
+      assert.deepEqual([...again.keys()], [dead], "one fresh attempt is queued, due now");
+      await store.recordDeliveryAttempt(again.get(dead)!, dead, { outcome: "delivered", status: 200 });
+      assert.deepEqual(
+        [(await deliveryRow(store, dead)).state, (await deliveryRow(store, dead)).attempts],
+        ["delivered", 2],
+      );
       await store.close();
     });
   });
