@@ -357,6 +357,14 @@ describe("fetchResult, status, cancel", () => {
       () => provider.status!(jobId),
       (e) => assert.match(e.message, /unknown response status "paused"/),
     );
+    // Only the table's own words count: an inherited property name names no status.
+    for (const word of ["constructor", "__proto__", "toString"]) {
+      openai.update(jobId, { status: word });
+      await providerError(
+        () => provider.status!(jobId),
+        (e) => assert.match(e.message, new RegExp(`unknown response status "${word}"`)),
+      );
+    }
     await providerError(
       () => provider.status!("resp_missing"),
       (e) => {

@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ManualClock } from "../src/core/clock.ts";
 import { LonghaulError } from "../src/core/errors.ts";
+import { PARK_MS as PARK_WAIT_MS } from "../src/core/work-item.ts";
 import type { DeliveryState, Lease, Store, WorkItem } from "../src/store/store.ts";
-import { PARK_MS as PARK_WAIT_MS } from "../src/store/work-items.ts";
 
 /**
  * The behaviour every Store implementation must show, written once against the interface.

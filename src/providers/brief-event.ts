@@ -1,5 +1,5 @@
 import { LonghaulError } from "../core/errors.ts";
-import { isJobEventType, type JobStatus, jobEventTypes } from "../core/job-state.ts";
+import { isJobEventType, type JobStatus, jobEventTypes } from "../core/job.ts";
 import type { JobUsage, ProviderEvent } from "../core/provider-event.ts";
 import type { JobSnapshot } from "./provider.ts";
 

@@ -1,4 +1,4 @@
-import type { JobStatus } from "../core/job-state.ts";
+import type { JobStatus } from "../core/job.ts";
 import type { JobUsage, ProviderEvent } from "../core/provider-event.ts";
 
 /** What the engine hands a provider when it dispatches a `step.job`. */

@@ -1,5 +1,5 @@
 import { LonghaulError } from "../core/errors.ts";
-import type { JobStatus } from "../core/job-state.ts";
+import type { JobStatus } from "../core/job.ts";
 import { isObject, type JsonRequest, jsonClient } from "./json-client.ts";
 import { type JobSnapshot, type Provider, ProviderError } from "./provider.ts";
 
@@ -72,6 +72,20 @@ export function noJobId(name: string, what: string, status: number, missing: str
  * `fail` says "`read.object` is not a JSON object" or "unknown `read.status` …". Returns the
  * object and a snapshot holding the status, for the caller to add output, error and usage.
  */
+/**
+ * The status a service's word names in `statuses`, or undefined. Only the table's own keys
+ * count: a service answering "constructor" or "__proto__" names no status.
+ */
+export function statusNamed(
+  statuses: Record<string, JobStatus>,
+  said: unknown,
+  anyCase = true,
+): JobStatus | undefined {
+  if (typeof said !== "string") return undefined;
+  const key = anyCase ? said.toLowerCase() : said;
+  return Object.hasOwn(statuses, key) ? statuses[key] : undefined;
+}
+
 export function statusSnapshot(
   jobId: string,
   body: unknown,
@@ -81,7 +95,7 @@ export function statusSnapshot(
 ): { object: Record<string, unknown>; snapshot: JobSnapshot } {
   if (!isObject(body)) return fail(`${read.object} is not a JSON object`);
   const said = body.status;
-  const status = typeof said === "string" ? statuses[read.anyCase ? said.toLowerCase() : said] : undefined;
+  const status = statusNamed(statuses, said, read.anyCase === true);
   if (status === undefined) return fail(`unknown ${read.status} ${JSON.stringify(said)}`);
   return { object: body, snapshot: { jobId, status } };
 }

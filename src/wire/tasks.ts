@@ -1,7 +1,7 @@
 import { Type } from "typebox";
-import { jobStatuses } from "../core/job-state.ts";
-import { stepKinds, stepStatuses } from "../core/step-state.ts";
-import { taskStatuses } from "../core/task-state.ts";
+import { jobStatuses } from "../core/job.ts";
+import { stepKinds, stepStatuses } from "../core/step.ts";
+import { taskStatuses } from "../core/task.ts";
 import { ErrorInfo, Json, Limit, Nullable, Page, Text, Timestamp } from "./common.ts";
 
 export const TaskStatus = Type.Enum([...taskStatuses]);

@@ -1,4 +1,4 @@
-import type { JobStatus } from "../../core/job-state.ts";
+import type { JobStatus } from "../../core/job.ts";
 import type { JobUsage } from "../../core/provider-event.ts";
 import { isObject } from "../json-client.ts";
 import type { JobSnapshot } from "../provider.ts";

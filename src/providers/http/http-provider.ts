@@ -1,5 +1,5 @@
 import { LonghaulError } from "../../core/errors.ts";
-import type { JobEventType, JobStatus } from "../../core/job-state.ts";
+import type { JobEventType, JobStatus } from "../../core/job.ts";
 import type { ProviderEvent } from "../../core/provider-event.ts";
 import { parseBriefEvent, parseUsage } from "../brief-event.ts";
 import { isObject, jsonClient, segment } from "../json-client.ts";
@@ -10,7 +10,7 @@ import {
   type Provider,
   ProviderError,
 } from "../provider.ts";
-import { cancelJob, noJobId, refusal, statusSnapshot } from "../rest-adapter.ts";
+import { cancelJob, noJobId, refusal, statusNamed, statusSnapshot } from "../rest-adapter.ts";
 
 export interface HttpProviderOptions {
   /** The provider's name in the engine, as sources name it. */
@@ -106,8 +106,7 @@ export function httpProvider(options: HttpProviderOptions): Provider {
       if ((typeof id !== "string" && typeof id !== "number") || id === "") {
         return noJobId(name, what, status, "job_id or id");
       }
-      const said =
-        isObject(body) && typeof body.status === "string" ? statuses[body.status.toLowerCase()] : undefined;
+      const said = isObject(body) ? statusNamed(statuses, body.status) : undefined;
       return { jobId: String(id), status: said === "running" ? "running" : "created" };
     },
 
@@ -153,7 +152,7 @@ export function parseHttpEvent(name: string, body: unknown): ProviderEvent {
   if (body.type !== undefined) return parseBriefEvent(body, `${name} callback`);
 
   const jobId = jobIdOf(body.job_id, invalid, "job_id");
-  const status = typeof body.status === "string" ? statuses[body.status.toLowerCase()] : undefined;
+  const status = statusNamed(statuses, body.status);
   const type = status === undefined ? undefined : eventOfStatus[status];
   if (type === undefined) {
     return invalid(

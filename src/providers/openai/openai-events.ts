@@ -1,5 +1,5 @@
 import { LonghaulError } from "../../core/errors.ts";
-import type { JobEventType } from "../../core/job-state.ts";
+import type { JobEventType } from "../../core/job.ts";
 import type { ProviderEvent } from "../../core/provider-event.ts";
 import { isObject } from "../json-client.ts";
 

@@ -1,4 +1,4 @@
-import type { JobStatus } from "../../core/job-state.ts";
+import type { JobStatus } from "../../core/job.ts";
 import type { ProviderEvent } from "../../core/provider-event.ts";
 import { isObject, parseBriefEvent, parseJobError, parseUsage } from "../brief-event.ts";
 import { jsonClient } from "../json-client.ts";

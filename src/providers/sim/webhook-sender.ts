@@ -1,5 +1,5 @@
 import type { Clock } from "../../core/clock.ts";
-import { isJobEventType, isTerminalJob, jobEventTypes } from "../../core/job-state.ts";
+import { isJobEventType, isTerminalJob, jobEventTypes } from "../../core/job.ts";
 import { signStandardWebhook } from "../../webhooks/standard-webhooks.ts";
 import type { SimStore } from "./sim-store.ts";
 import type { TimerSet } from "./timer-set.ts";

@@ -1,2 +1,0 @@
-export * from "../core/wait.ts";
-export { signalOutput } from "./rows.ts";
