@@ -1,6 +1,7 @@
 import { LonghaulError } from "../../core/errors.ts";
 import { applyItem } from "../../core/work-item.ts";
 import { type InboxDbRow, toInbox } from "../rows.ts";
+import { pageById } from "../sql/page.ts";
 import type { Tx } from "../sql/tx.ts";
 import type { InboxEventRow, InboxStatus, Lease, NewInboxEvent } from "../store.ts";
 import { assertLease, removeItem } from "./queue-ops.ts";
@@ -62,21 +63,8 @@ export async function listInbox(
     cursor?: string | undefined;
   },
 ): Promise<{ events: InboxEventRow[]; nextCursor: string | null }> {
-  const where = [`${tx.d.true} = ${tx.d.true}`];
-  const params: unknown[] = [];
-  const add = (clause: string, value: unknown) => {
-    where.push(clause);
-    params.push(value);
-  };
-  if (q.source) add("source = ?", q.source);
-  if (q.status) add("status = ?", q.status);
-  if (q.cursor) add("id < ?", q.cursor);
-  const rows = await tx.all<InboxDbRow>(
-    `SELECT * FROM inbox_events WHERE ${where.join(" AND ")} ORDER BY id DESC LIMIT ?`,
-    [...params, q.limit + 1],
-  );
-  const events = rows.slice(0, q.limit).map(toInbox);
-  return { events, nextCursor: rows.length > q.limit ? (events.at(-1)?.id ?? null) : null };
+  const page = await pageById<InboxDbRow>(tx, "inbox_events", { source: q.source, status: q.status }, q);
+  return { events: page.rows.map(toInbox), nextCursor: page.nextCursor };
 }
 
 /**

@@ -11,6 +11,7 @@ import {
   toEndpointWithSecrets,
   toTaskEvent,
 } from "../rows.ts";
+import { pageById } from "../sql/page.ts";
 import type { Tx } from "../sql/tx.ts";
 import type {
   DeliveryAttemptInput,
@@ -100,22 +101,13 @@ export async function listDeliveries(
   q: { limit: number; cursor?: string | undefined; state?: DeliveryState | undefined },
 ): Promise<{ deliveries: WebhookDeliveryRow[]; nextCursor: string | null } | null> {
   if (!(await endpointOf(tx, tenantId, endpointId))) return null;
-  const params: unknown[] = [endpointId];
-  const where = ["endpoint_id = ?"];
-  const add = (clause: string, value: unknown) => {
-    params.push(value);
-    where.push(clause);
-  };
-  if (q.state) add("state = ?", q.state);
-  if (q.cursor) add("id < ?", q.cursor);
-  params.push(q.limit + 1);
-  const rows = await tx.all<DeliveryDbRow>(
-    `SELECT * FROM webhook_deliveries WHERE ${where.join(" AND ")} ORDER BY id DESC LIMIT ?`,
-    params,
+  const page = await pageById<DeliveryDbRow>(
+    tx,
+    "webhook_deliveries",
+    { endpoint_id: endpointId, state: q.state },
+    q,
   );
-  const more = rows.length > q.limit;
-  const deliveries = rows.slice(0, q.limit).map(toDelivery);
-  return { deliveries, nextCursor: more ? (deliveries.at(-1)?.id ?? null) : null };
+  return { deliveries: page.rows.map(toDelivery), nextCursor: page.nextCursor };
 }
 
 /**

@@ -14,6 +14,7 @@ import {
   toTask,
   toTaskEvent,
 } from "../rows.ts";
+import { pageById } from "../sql/page.ts";
 import type { Dialect, Tx } from "../sql/tx.ts";
 import type { NewTask, TaskDetail, TaskEventRow, TaskQuery, TaskRow } from "../store.ts";
 import { countUsage, tasksSubmittedToday, tenant, wakeParked } from "./tenant-ops.ts";
@@ -155,24 +156,13 @@ export async function listTasks(
   tenantId: string,
   q: TaskQuery,
 ): Promise<{ tasks: TaskRow[]; nextCursor: string | null }> {
-  const where = ["tenant_id = ?"];
-  const params: unknown[] = [tenantId];
-  const add = (clause: string, value: unknown) => {
-    where.push(clause);
-    params.push(value);
-  };
-  if (q.status) add("status = ?", q.status);
-  if (q.type) add("type = ?", q.type);
-  if (q.userId) add("user_id = ?", q.userId);
-  if (q.traceId) add("trace_id = ?", q.traceId);
-  if (q.cursor) add("id < ?", q.cursor);
-  const rows = await tx.all<TaskDbRow>(
-    `SELECT * FROM tasks WHERE ${where.join(" AND ")} ORDER BY id DESC LIMIT ?`,
-    [...params, q.limit + 1],
+  const page = await pageById<TaskDbRow>(
+    tx,
+    "tasks",
+    { tenant_id: tenantId, status: q.status, type: q.type, user_id: q.userId, trace_id: q.traceId },
+    q,
   );
-  const more = rows.length > q.limit;
-  const tasks = rows.slice(0, q.limit).map(toTask);
-  return { tasks, nextCursor: more ? (tasks.at(-1)?.id ?? null) : null };
+  return { tasks: page.rows.map(toTask), nextCursor: page.nextCursor };
 }
 
 /**
