@@ -2,8 +2,8 @@ import type { Pool, PoolClient } from "pg";
 import { type Migration, readMigrations, refuseNewer } from "../migrations.ts";
 import { isConnectionError, unavailable } from "./pool.ts";
 
-/** The numbered migrations, in order; the same numbers and meanings as the SQLite ones. */
-export const knownMigrations = (): Migration[] => readMigrations(new URL("./migrations/", import.meta.url));
+/** The numbered migrations, in order, rendered for PostgreSQL (one set for both dialects, `../migrations.ts`). */
+export const knownMigrations = (): Migration[] => readMigrations("postgres");
 
 /**
  * Applies pending migrations to `schema`, each in its own transaction together with its

@@ -1,8 +1,8 @@
 import type Database from "better-sqlite3";
 import { type Migration, readMigrations, refuseNewer } from "../migrations.ts";
 
-/** The numbered migrations, in order. */
-export const knownMigrations = (): Migration[] => readMigrations(new URL("./migrations/", import.meta.url));
+/** The numbered migrations, in order, rendered for SQLite (one set for both dialects, `../migrations.ts`). */
+export const knownMigrations = (): Migration[] => readMigrations("sqlite");
 
 /**
  * Applies numbered migrations, each in its own transaction together with its version

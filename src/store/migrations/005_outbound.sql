@@ -1,8 +1,8 @@
 -- Outbound webhooks (ARCHITECTURE §4.7): a tenant's endpoints, and one delivery per (endpoint, task
 -- event), written in the transaction that appends the event so none is lost (ARCHITECTURE §3.1).
 CREATE TABLE webhook_endpoints (
-  id               text COLLATE "C" PRIMARY KEY,
-  tenant_id        text COLLATE "C" NOT NULL REFERENCES tenants (id),
+  id               {id} PRIMARY KEY,
+  tenant_id        {id} NOT NULL REFERENCES tenants (id),
   url              text NOT NULL,
   -- JSON array of event types and prefixes ("task.*"); NULL: every event.
   events           text,
@@ -10,29 +10,29 @@ CREATE TABLE webhook_endpoints (
   secret           text NOT NULL,
   status           text NOT NULL,
   disabled_reason  text,
-  created_at       bigint NOT NULL,
-  updated_at       bigint NOT NULL
+  created_at       {bigint} NOT NULL,
+  updated_at       {bigint} NOT NULL
 );
 CREATE INDEX webhook_endpoints_by_tenant ON webhook_endpoints (tenant_id, status);
 
 CREATE TABLE webhook_deliveries (
-  id               text COLLATE "C" PRIMARY KEY,
-  tenant_id        text COLLATE "C" NOT NULL,
-  endpoint_id      text COLLATE "C" NOT NULL REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
-  event_seq        bigint NOT NULL,
+  id               {id} PRIMARY KEY,
+  tenant_id        {id} NOT NULL,
+  endpoint_id      {id} NOT NULL REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
+  event_seq        {bigint} NOT NULL,
   event_type       text NOT NULL,
-  task_id          text COLLATE "C" NOT NULL,
+  task_id          {id} NOT NULL,
   -- pending | delivered | failed | dead | canceled
   state            text NOT NULL,
   -- Every attempt ever made, and those of the current run of the schedule (a replay restarts it).
-  attempts         integer NOT NULL DEFAULT 0,
-  round_attempts   integer NOT NULL DEFAULT 0,
-  last_status      integer,
+  attempts         {int} NOT NULL DEFAULT 0,
+  round_attempts   {int} NOT NULL DEFAULT 0,
+  last_status      {int},
   last_error       text,
-  next_attempt_at  bigint,
-  delivered_at     bigint,
-  created_at       bigint NOT NULL,
-  updated_at       bigint NOT NULL
+  next_attempt_at  {bigint},
+  delivered_at     {bigint},
+  created_at       {bigint} NOT NULL,
+  updated_at       {bigint} NOT NULL
 );
 CREATE UNIQUE INDEX webhook_deliveries_once ON webhook_deliveries (endpoint_id, event_seq);
 CREATE INDEX webhook_deliveries_by_endpoint ON webhook_deliveries (endpoint_id, id);
