@@ -49,6 +49,7 @@ export async function complete(tx: Tx, lease: Lease): Promise<void> {
   await removeItem(tx, lease);
 }
 
+/** Pushes a held lease's expiry to now + `leaseMs`. Locks: the item. LEASE_LOST. */
 export async function extendLease(tx: Tx, lease: Lease, leaseMs: number): Promise<void> {
   await assertLease(tx, lease);
   await tx.run("UPDATE work_items SET lease_expires_at = ? WHERE id = ?", [

@@ -123,6 +123,7 @@ export async function tenantByKeyHash(tx: Tx, keyHash: string): Promise<TenantRo
   return r ? toTenant(r, tx.clock.now()) : null;
 }
 
+/** Every tenant with its token usage, oldest first. No locks. */
 export async function listTenants(tx: Tx): Promise<TenantRow[]> {
   const rows = await tx.all<TenantDbRow>(
     `SELECT ${TENANT_COLUMNS} FROM tenants t ORDER BY t.created_at, t.id`,
@@ -169,6 +170,7 @@ export async function revokeApiKey(tx: Tx, tenantId: string, keyId: string): Pro
     throw new LonghaulError("KEY_NOT_FOUND", `No active key ${keyId} for tenant ${tenantId}.`);
 }
 
+/** A tenant's keys, revoked ones included, with their hints. No locks. */
 export async function listApiKeys(tx: Tx, tenantId: string): Promise<ApiKeyRow[]> {
   const rows = await tx.all<ApiKeyDbRow>(
     "SELECT id, hint, created_at, revoked_at FROM api_keys WHERE tenant_id = ? ORDER BY created_at, id",
@@ -195,6 +197,7 @@ export async function countUsage(
   return counts;
 }
 
+/** Tasks the tenant submitted today (UTC), for the daily quota. No locks. */
 export async function tasksSubmittedToday(tx: Tx, tenantId: string): Promise<number> {
   const r = await tx.get<{ n: number }>(tenantSql.tasksSubmittedToday, [tenantId, dayOf(tx.clock.now())]);
   return r?.n ?? 0;
