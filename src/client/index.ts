@@ -4,6 +4,7 @@ export {
   LonghaulClient,
   LonghaulClientError,
   type LonghaulClientOptions,
+  type SubmitInput,
   type SubscribeOptions,
 } from "./longhaul-client.ts";
 export { type SseMessage, SseParser } from "./sse-parser.ts";

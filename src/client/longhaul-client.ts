@@ -42,6 +42,19 @@ export interface SubscribeOptions {
   signal?: AbortSignal;
 }
 
+/**
+ * What a task type (`typeof myTask`, made by `task()` or `defineTask`) takes as input when
+ * submitted; any other type is the input type itself. Read from the task type's shape, so the
+ * client imports nothing of the server.
+ */
+export type SubmitInput<T> = T extends {
+  readonly name: string;
+  readonly run: (...args: never[]) => unknown;
+  readonly "~types"?: { readonly input: infer I } | undefined;
+}
+  ? I
+  : T;
+
 const RETRIABLE = new Set([408, 425, 429, 500, 502, 503, 504]);
 
 /**
@@ -63,10 +76,14 @@ export class LonghaulClient {
     this.maxMs = opts.reconnect?.maxMs ?? 30_000;
   }
 
-  /** Submits a task; the same `clientRequestId` again returns the same task (`created: false`). */
-  submit<I = unknown>(
+  /**
+   * Submits a task; the same `clientRequestId` again returns the same task (`created: false`).
+   * `submit<typeof summarize>("summarize", input)` checks `input` against that task type's
+   * input (its schema's input); `submit<{ text: string }>(…)` against the type given.
+   */
+  submit<T = unknown>(
     type: string,
-    input: I,
+    input: SubmitInput<T>,
     opts: { clientRequestId?: string; userId?: string; traceId?: string } = {},
   ): Promise<SubmitResult> {
     return this.call("POST", "/v1/tasks", {

@@ -10,6 +10,7 @@ import {
 } from "./errors.ts";
 import type { RunResult, RunTaskArgs } from "./replay.ts";
 import type { StepKind, StoredStep } from "./step.ts";
+import { type LogLevel, logLine, MAX_LOG_LINES_PER_ADVANCE, type TaskLog } from "./task-log.ts";
 import type { WaitRequest } from "./wait.ts";
 
 /** The deadline of a job or event wait that sets none: 7 days. */
@@ -60,6 +61,11 @@ export class ReplayRun {
   private nextNew = 0;
   /** The position of the next step call, when steps must come in the stored order. */
   private position = 0;
+  /** Step calls made so far in this run: where a log line stands against the stored history. */
+  private calls = 0;
+  /** New log lines this run, and those over the cap it dropped. */
+  private lines = 0;
+  private dropped = 0;
   /** Steps the function is blocked on. */
   private blocked = 0;
   /** Step code and port I/O running now. */
@@ -130,6 +136,7 @@ export class ReplayRun {
       return null;
     }
     this.seen.add(id);
+    this.calls++;
     const stored = this.byId.get(id);
     if (!this.strict) {
       if (stored && stored.kind !== kind) {
@@ -159,6 +166,39 @@ export class ReplayRun {
     }
     this.blocked++;
     return never<T>();
+  }
+
+  /**
+   * The task's `log`. A line is numbered by the step calls made before it: while fewer calls
+   * have been made than the history holds steps, the run is replaying what an earlier run
+   * already did, so its lines were written then and are skipped (ARCHITECTURE §4.4). Lines
+   * after the last stored step are new: they are cut to size, capped per run, and handed to
+   * the `log` port.
+   */
+  logger(): TaskLog {
+    const write = (level: LogLevel) => (message: string, fields?: Record<string, unknown>) =>
+      this.writeLine(level, message, fields);
+    return { debug: write("debug"), info: write("info"), warn: write("warn"), error: write("error") };
+  }
+
+  private writeLine(level: LogLevel, message: unknown, fields: unknown): void {
+    const port = this.args.ports.log;
+    if (!port || this.calls < this.args.history.length) return;
+    if (this.lines >= MAX_LOG_LINES_PER_ADVANCE) {
+      if (this.dropped++ === 0) {
+        port(
+          logLine(
+            "warn",
+            `More than ${MAX_LOG_LINES_PER_ADVANCE} log lines in one run; the rest of this run's lines are dropped.`,
+            undefined,
+            this.calls,
+          ),
+        );
+      }
+      return;
+    }
+    this.lines++;
+    port(logLine(level, message, fields, this.calls));
   }
 
   /** Runs port I/O as in-flight work; a failure there (a lost lease) ends the run, not the task. */

@@ -3,6 +3,7 @@ import type { ErrorInfo } from "./errors.ts";
 import { ReplayRun } from "./replay-run.ts";
 import type { StoredStep } from "./step.ts";
 import { stepApi } from "./step-api.ts";
+import type { LogLine } from "./task-log.ts";
 import type { TaskContext, TaskFunction } from "./task-type.ts";
 import type { WaitRequest } from "./wait.ts";
 
@@ -22,8 +23,13 @@ type RunEnd =
 /** What one run of a task function comes to; a retry waits `delayMs`. */
 export type RunResult = RunEnd | { kind: "retry"; delayMs: number; error: ErrorInfo };
 
-/** What an advance records: its run's result, a retry put at a time on the engine's clock. */
-export type AdvanceResult = RunEnd | { kind: "retry"; runAt: number; error: ErrorInfo };
+/**
+ * What an advance records: its run's result, a retry put at a time on the engine's clock, and
+ * the new lines of the task's `log`, stored as `task.log` events in the same transaction.
+ */
+export type AdvanceResult = (RunEnd | { kind: "retry"; runAt: number; error: ErrorInfo }) & {
+  logs?: readonly LogLine[];
+};
 
 /** What replay needs from outside: all I/O goes through these. */
 export interface ReplayPorts {
@@ -38,12 +44,19 @@ export interface ReplayPorts {
   callbackUrl(step: StoredStep): string;
   /** Records that a callback's URL reached its `handoff`. */
   markHandedOff(stepId: string): Promise<void>;
+  /**
+   * Takes each new line of the task's `log` (not one a replay reaches again), already cut to
+   * size; the engine stores them with the advance's outcome. Without it lines are dropped.
+   */
+  log?(line: LogLine): void;
 }
 
 export interface RunTaskArgs {
   fn: TaskFunction;
   input: unknown;
   ctx: TaskContext;
+  /** Aborts when the task is canceled while the function runs; given to it as `signal`. */
+  signal?: AbortSignal;
   history: readonly StoredStep[];
   ports: ReplayPorts;
   maxAttempts: number;
@@ -81,6 +94,11 @@ export type { StoredStep } from "./step.ts";
 export async function runTask(args: RunTaskArgs): Promise<RunResult> {
   const run = new ReplayRun(args);
   const step = stepApi(run);
-  run.start(() => args.fn(args.input, step, args.ctx));
+  const ctx: TaskContext = {
+    ...args.ctx,
+    log: run.logger(),
+    signal: args.signal ?? new AbortController().signal,
+  };
+  run.start(() => args.fn(args.input, step, ctx));
   return run.settle();
 }

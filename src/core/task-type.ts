@@ -1,4 +1,6 @@
 import type { Duration } from "./duration.ts";
+import type { StandardSchemaV1 } from "./standard-schema.ts";
+import type { TaskLog } from "./task-log.ts";
 
 /** What a `step.run` callback is given. */
 export interface RunContext {
@@ -103,7 +105,8 @@ export interface StepApi {
   ): Promise<{ name: string; data: T } | null>;
 }
 
-export interface TaskContext {
+/** Which task a run belongs to. */
+export interface TaskInfo {
   taskId: string;
   tenantId: string;
   type: string;
@@ -111,27 +114,108 @@ export interface TaskContext {
   traceId: string | null;
 }
 
+/**
+ * What a task function is given besides its input and `step`. The engine always sets `log`
+ * and `signal`; they are optional here so a context can be made by hand (in tests).
+ */
+export interface TaskContext extends TaskInfo {
+  /** Replay-aware log lines: each is written once, to the task's timeline and the worker's log. */
+  log?: TaskLog;
+  /** Aborts when the task is canceled while its function runs: pass it to `fetch` and the like. */
+  signal?: AbortSignal;
+}
+
+/** What a `task()` run function is given: the step API, `log`, `signal` and the task's ids. */
+export interface RunArgs extends TaskInfo {
+  step: StepApi;
+  /** Replay-aware log lines: each is written once, to the task's timeline and the worker's log. */
+  log: TaskLog;
+  /** Aborts when the task is canceled while its function runs: pass it to `fetch` and the like. */
+  signal: AbortSignal;
+}
+
 export type TaskFunction<I = any, O = any> = (input: I, step: StepApi, ctx: TaskContext) => Promise<O>;
 
-export interface TaskType<I = any, O = any> {
+/**
+ * A task type: a named function the engine runs with replay. `I` is the input the function
+ * gets, `O` its output, `In` the input a client submits (the schema's input before it parses).
+ */
+export interface TaskType<I = any, O = any, In = I> {
   name: string;
   run: TaskFunction<I, O>;
   /** Attempts per `step.run` (and per advance for errors outside steps) before failing. Default 4. */
   maxAttempts?: number;
-  /** Validates input at submit time; throw to refuse it with 400. */
+  /**
+   * Validates input at submit time (any Standard Schema: zod, valibot, arktype…). Issues refuse
+   * the submit with 400 naming the field; the schema's output is what is stored and run.
+   */
+  schema?: StandardSchemaV1<In, I>;
+  /** Validates input at submit time, after `schema`; throw to refuse it with 400. */
   validate?: (input: unknown) => void;
   /**
    * Check on replay that steps come in the stored order (default true). Off for functions
    * whose parallel branches legitimately reach new steps in varying order, such as graphs.
    */
   strictOrder?: boolean;
+  /** Types only, never set: what `client.submit<typeof myTask>` reads the input type from. */
+  readonly "~types"?: { readonly input: In; readonly output: O } | undefined;
 }
 
-/** Declares a task type: `defineTask("report", async (input, step) => …)`. */
+/** What `task()` takes. */
+export interface TaskOptions<I, O, S extends StandardSchemaV1 | undefined = undefined> {
+  /** The task type's name, as clients submit it. */
+  id: string;
+  /** Any Standard Schema (zod, valibot, arktype…): checked at submit, its output is the input. */
+  schema?: S;
+  /** Attempts per `step.run` (and per run for errors outside steps) before the task fails. Default 4. */
+  retry?: { maxAttempts?: number };
+  /** See `TaskType.strictOrder`. */
+  strictOrder?: boolean;
+  /** Also checked at submit, after the schema; throw to refuse the input with 400. */
+  validate?: (input: unknown) => void;
+  run: (input: I, args: RunArgs) => O | Promise<O>;
+}
+
+/**
+ * Declares a task type:
+ * `task({ id: "summarize", schema, retry: { maxAttempts: 3 }, run: async (input, { step, log, signal }) => … })`.
+ * With a schema, the input type is the schema's output; a client submits the schema's input.
+ */
+export function task<S extends StandardSchemaV1, O>(
+  options: TaskOptions<StandardSchemaV1.InferOutput<S>, O, S> & { schema: S },
+): TaskType<StandardSchemaV1.InferOutput<S>, Awaited<O>, StandardSchemaV1.InferInput<S>>;
+export function task<I = unknown, O = unknown>(options: TaskOptions<I, O>): TaskType<I, Awaited<O>>;
+export function task(options: TaskOptions<unknown, unknown, StandardSchemaV1 | undefined>): TaskType {
+  const { id, schema, retry, strictOrder, validate, run } = options;
+  return {
+    name: id,
+    run: async (input, step, ctx) =>
+      run(input, { ...ctx, step, log: ctx.log ?? silentLog, signal: ctx.signal ?? neverAborted }),
+    ...(retry?.maxAttempts === undefined ? {} : { maxAttempts: retry.maxAttempts }),
+    ...(schema === undefined ? {} : { schema }),
+    ...(validate === undefined ? {} : { validate }),
+    ...(strictOrder === undefined ? {} : { strictOrder }),
+  };
+}
+
+const ignore = () => {};
+const silentLog: TaskLog = { debug: ignore, info: ignore, warn: ignore, error: ignore };
+const neverAborted = new AbortController().signal;
+
+/**
+ * Declares a task type the positional way, `defineTask("report", async (input, step, ctx) => …)`:
+ * the same task type `task()` makes, the function given `step` and the context apart.
+ */
 export function defineTask<I = any, O = any>(
   name: string,
   run: TaskFunction<I, O>,
-  options: Omit<TaskType<I, O>, "name" | "run"> = {},
+  options: Omit<TaskType<I, O>, "name" | "run" | "~types"> = {},
 ): TaskType<I, O> {
-  return { name, run, ...options };
+  const { maxAttempts, ...rest } = options;
+  return task<I, O>({
+    id: name,
+    run: (input, { step, ...ctx }) => run(input as I, step, ctx),
+    ...(maxAttempts === undefined ? {} : { retry: { maxAttempts } }),
+    ...rest,
+  } as TaskOptions<I, O>) as TaskType<I, O>;
 }

@@ -80,7 +80,10 @@ export interface TaskStore {
   acquireJobSlot(lease: Lease, jobId: string): Promise<"ok" | "parked" | "rejected">;
   /** Stores one `step.run` outcome. */
   storeRunOutcome(lease: Lease, taskId: string, outcome: RunOutcome): Promise<void>;
-  /** Records the result of one advance and completes its work item, in one transaction. */
+  /**
+   * Records the result of one advance and completes its work item, in one transaction, with
+   * the run's new log lines as `task.log` events (`result.logs`).
+   */
   finishAdvance(lease: Lease, taskId: string, result: AdvanceResult): Promise<void>;
   getJob(jobId: string): Promise<JobRow | null>;
   /**

@@ -5,7 +5,10 @@ import { Json, Limit, Nullable, Text, Timestamp } from "./common.ts";
 export const TaskEvent = Type.Object({
   seq: Type.Integer(),
   task_id: Type.String(),
-  type: Type.String(),
+  type: Type.String({
+    description:
+      "task.created, task.running, task.waiting, task.succeeded, task.failed, task.canceled, task.timed_out, task.log (a line of the task's log: data {level, message, fields, step_position}), step.*, job.*; more may be added",
+  }),
   data: Json,
   created_at: Timestamp,
 });

@@ -49,6 +49,18 @@ function eventLine(
   const step = typeof d.step_id === "string" ? d.step_id : null;
   const job = typeof d.job_id === "string" ? jobs.get(d.job_id) : undefined;
   const [scope, what = ""] = e.type.split(/\.(.+)/);
+  if (e.type === "task.log") {
+    // A line of the task's own `log`: its level, message and fields as the task code gave them.
+    const fields = d.fields && typeof d.fields === "object" ? JSON.stringify(d.fields) : null;
+    return {
+      title: (
+        <>
+          <span class="mono">{String(d.level ?? "info")}</span> {String(d.message ?? "")}
+        </>
+      ),
+      detail: fields ? <span class="mono">{fields}</span> : undefined,
+    };
+  }
   if (scope === "task") {
     if (what === "created") return { title: <>Task created</> };
     const err = d.error as { code?: string; message?: string } | undefined;

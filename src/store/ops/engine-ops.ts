@@ -153,13 +153,22 @@ export async function storeRunOutcome(tx: Tx, lease: Lease, taskId: string, o: R
 
 /**
  * Ends an advance: deletes its item and moves the task as the replay decided. Locks: the
- * task. Emits `task.<status>` when it moves. Enqueues the retry's advance.
+ * task. Emits the run's new `task.log` lines (ARCHITECTURE §4.4), then `task.<status>` when
+ * it moves. Enqueues the retry's advance. A task that ended meanwhile (canceled) gets neither.
  */
 export async function finishAdvance(tx: Tx, lease: Lease, taskId: string, r: AdvanceResult): Promise<void> {
   await assertLease(tx, lease);
   const task = await lockTask(tx, taskId);
   await removeItem(tx, lease);
   if (!task || isTerminalTask(task.status)) return;
+  for (const line of r.logs ?? []) {
+    tx.emit(task.tenantId, taskId, "task.log", {
+      level: line.level,
+      message: line.message,
+      fields: line.fields,
+      step_position: line.stepPosition,
+    });
+  }
   switch (r.kind) {
     case "succeeded":
       return setTaskStatus(tx, task, "succeeded", { output: r.output });
