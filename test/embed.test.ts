@@ -8,7 +8,7 @@ import { type ApiGatewayV2Event, toLambdaHandler } from "../src/http/lambda.ts";
 import { parseBriefEvent } from "../src/providers/brief-event.ts";
 import type { Provider } from "../src/providers/provider.ts";
 import { signStandardWebhook } from "../src/webhooks/standard-webhooks.ts";
-import { quietLog, tempDir } from "./helpers.ts";
+import { quietLog, tempDir, waitFor } from "./helpers.ts";
 
 const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
@@ -218,7 +218,9 @@ describe("an embedded instance: submit, signal, cancel, drain and fetch without 
       assert.equal(done, false);
       text += new TextDecoder().decode(value);
     }
+    assert.equal(lh.server.eventStreams.stats().streams, 1);
     await reader.cancel();
+    await waitFor(() => lh.server.eventStreams.stats().streams === 0, 2000, "the stream to close");
     await lh.drain();
   });
 
@@ -321,6 +323,50 @@ describe("the default tenant of embedded calls", () => {
     });
     await assert.rejects(api.drain(), (e: LonghaulError) => e.code === "CONFIG_INVALID");
     await api.close();
+    tmp.cleanup();
+  });
+});
+
+describe("fetch and the Lambda adapter keep repeated headers and bodies that are not text", () => {
+  test("each value of a repeated header, Set-Cookie in cookies, bytes in base64", async () => {
+    const tmp = tempDir();
+    const lh = await createLonghaul({ databaseUrl: `sqlite:${join(tmp.dir, "h.db")}`, logger: quietLog() });
+    lh.server.post("/test/echo", async (req, reply) => {
+      reply.header("set-cookie", ["a=1; Path=/", "b=2; Path=/"]);
+      reply.header("x-seen", [String(req.headers["x-multi"]), String(req.headers.cookie)]);
+      reply.header("content-type", "application/octet-stream");
+      return reply.send(Buffer.from([0, 255, 1, 254]));
+    });
+    const res = await lh.fetch(
+      new Request("http://x/test/echo?q=1", {
+        method: "POST",
+        headers: [
+          ["x-multi", "one"],
+          ["x-multi", "two"],
+          ["content-type", "application/json"],
+        ],
+        body: "{}",
+      }),
+    );
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.headers.getSetCookie(), ["a=1; Path=/", "b=2; Path=/"]);
+    assert.equal(res.headers.get("x-seen"), "one, two, undefined");
+    assert.deepEqual([...new Uint8Array(await res.arrayBuffer())], [0, 255, 1, 254]);
+
+    const out = await toLambdaHandler(lh)({
+      rawPath: "/test/echo",
+      rawQueryString: "q=1",
+      headers: { "x-multi": "one,two", "content-type": "application/json" },
+      cookies: ["s=1", "t=2"],
+      body: "{}",
+      requestContext: { http: { method: "POST", sourceIp: "198.51.100.4" } },
+    });
+    assert.equal(out.statusCode, 200);
+    assert.deepEqual(out.cookies, ["a=1; Path=/", "b=2; Path=/"]);
+    assert.equal(out.headers["x-seen"], "one,two, s=1; t=2");
+    assert.equal(out.isBase64Encoded, true);
+    assert.deepEqual([...Buffer.from(out.body, "base64")], [0, 255, 1, 254]);
+    await lh.close();
     tmp.cleanup();
   });
 });
