@@ -5,6 +5,7 @@ import { hashApiKey, newApiKey } from "./core/api-keys.ts";
 import { type Clock, systemClock } from "./core/clock.ts";
 import { LonghaulError } from "./core/errors.ts";
 import { type IdGenerator, ulidGenerator } from "./core/ids.ts";
+import { readJson } from "./core/json-input.ts";
 import { type LimitsConfig, resolveLimits } from "./core/limits.ts";
 import { DEFAULT_TIMEOUT_MS } from "./core/replay.ts";
 import type { TaskType } from "./core/task-type.ts";
@@ -370,15 +371,27 @@ async function resolveDefaultTenant(store: Store, configured: string | undefined
   );
 }
 
-/** The HTTP route's own body check (its TypeBox schema, the same messages), for embedded calls. */
+/**
+ * The HTTP route's own checks, for embedded calls: the request goes through JSON as a body
+ * would (the same depth cap and refused keys, and what is stored is what JSON keeps), then its
+ * TypeBox schema, with the same messages.
+ */
 function bodyCheck<S extends TSchema>(schema: S, url: string): (value: unknown) => Static<S> {
   const check = validatorCompiler({ schema, httpPart: "body", method: "POST", url });
   return (value) => {
-    const r = check(value) as { value?: unknown; error?: unknown };
+    let text: string | undefined;
+    try {
+      text = JSON.stringify(value);
+    } catch (err) {
+      throw new LonghaulError("VALIDATION_FAILED", `The request is not JSON: ${(err as Error).message}`);
+    }
+    const read = text === undefined ? { ok: true as const, value: undefined } : readJson(text, "The request");
+    if (!read.ok) throw read.error;
+    const r = check(read.value) as { value?: unknown; error?: unknown };
     if (r.error) {
       const err = schemaErrorFormatter(r.error as Parameters<typeof schemaErrorFormatter>[0], "body");
       throw new LonghaulError("VALIDATION_FAILED", err.message);
     }
-    return (r.value ?? value) as Static<S>;
+    return r.value as Static<S>;
   };
 }

@@ -118,6 +118,18 @@ describe("an embedded instance: submit, signal, cancel, drain and fetch without 
       lh.signal({ name: "" }),
       (e: LonghaulError) => e.code === "VALIDATION_FAILED" && /"name" in the body/.test(e.message),
     );
+    let deep: unknown = 1;
+    for (let i = 0; i < 120; i++) deep = [deep];
+    await assert.rejects(
+      lh.submit({ type: "double", input: deep }),
+      (e: LonghaulError) => e.code === "VALIDATION_FAILED" && /deeper than|nest/i.test(e.message),
+    );
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    await assert.rejects(
+      lh.submit({ type: "double", input: cyclic }),
+      (e: LonghaulError) => e.code === "VALIDATION_FAILED" && /not JSON/.test(e.message),
+    );
     await assert.rejects(
       lh.submit("tn_missing", { type: "double", input: { n: 1 } }),
       (e: LonghaulError) => e.code === "TENANT_NOT_FOUND",
