@@ -1,17 +1,23 @@
 import type { FastifyInstance } from "fastify";
 import { type Logger, pino } from "pino";
+import type { Static, TSchema } from "typebox";
+import { hashApiKey, newApiKey } from "./core/api-keys.ts";
 import { type Clock, systemClock } from "./core/clock.ts";
 import { LonghaulError } from "./core/errors.ts";
 import { type IdGenerator, ulidGenerator } from "./core/ids.ts";
+import { readJson } from "./core/json-input.ts";
 import { type LimitsConfig, resolveLimits } from "./core/limits.ts";
 import { DEFAULT_TIMEOUT_MS } from "./core/replay.ts";
 import type { TaskType } from "./core/task-type.ts";
 import { providerRegistry, taskTypeRegistry } from "./engine/registry.ts";
 import { Worker, type WorkerOptions } from "./engine/worker.ts";
+import { schemaErrorFormatter } from "./http/error-handler.ts";
 import type { EventStreamsOptions } from "./http/event-streams.ts";
+import { type FetchOptions, fetchHandler } from "./http/fetch.ts";
 import { safeLoggerOptions } from "./http/log-redaction.ts";
 import { parseListen, startMetricsServer } from "./http/metrics-server.ts";
 import { buildServer } from "./http/server.ts";
+import { validatorCompiler } from "./http/validator.ts";
 import { buildSource, type Source, type SourceConfig } from "./ingress/sources.ts";
 import { Metrics } from "./metrics/metrics.ts";
 import { type OutboundConfig, outboundSettings } from "./outbound/settings.ts";
@@ -22,12 +28,25 @@ import { openStore } from "./store/open-store.ts";
 import type { Store } from "./store/store.ts";
 import { CapabilityUrls } from "./tokens/capability-urls.ts";
 import { type Keyring, keyringFromConfig, TOKEN_KEYS_META_KEY, type TokenKey } from "./tokens/keyring.ts";
+import { cancelTask } from "./usecases/cancel-task.ts";
+import { sendSignal } from "./usecases/send-signal.ts";
+import { submitTask } from "./usecases/submit-task.ts";
+import { SignalBody, type SignalResult } from "./wire/events.ts";
+import { type CancelResult, SubmitBody, type SubmitResult } from "./wire/tasks.ts";
 
 export interface LonghaulOptions {
   /** `sqlite:path` or `postgres://…`; ignored when `store` is given. Default `sqlite:.longhaul/longhaul.db`. */
   databaseUrl?: string;
   store?: Store;
   taskTypes?: TaskType[];
+  /** The same as `taskTypes` (both may be given; a name registered twice is CONFIG_INVALID). */
+  tasks?: TaskType[];
+  /**
+   * The tenant that `submit`, `signal` and `cancel` act for when a call names none. Created
+   * (with no usable API key) if it does not exist. Without it: the store's only tenant; with
+   * none yet, `tn_default` is created; with several, a call must name its tenant.
+   */
+  tenant?: string;
   providers?: Provider[];
   sources?: Record<string, SourceConfig>;
   /** The base URL providers reach this deployment at; webhooks go to `<publicUrl>/hooks/<source>`. */
@@ -87,6 +106,17 @@ export interface LonghaulOptions {
   metrics?: { listen?: string; public?: boolean };
 }
 
+/** `lh.submit`'s request: the body of `POST /v1/tasks`. */
+export type SubmitRequest = Static<typeof SubmitBody>;
+export type SubmitAnswer = Static<typeof SubmitResult>;
+/** `lh.signal`'s request: the body of `POST /v1/signals`. */
+export type SignalRequest = Static<typeof SignalBody>;
+export type SignalAnswer = Static<typeof SignalResult>;
+export type CancelAnswer = Static<typeof CancelResult>;
+
+/** The tenant embedded calls act for when `tenant` is not set and the store holds none. */
+export const DEFAULT_TENANT_ID = "tn_default";
+
 export interface Longhaul {
   store: Store;
   server: FastifyInstance;
@@ -99,6 +129,31 @@ export interface Longhaul {
   start(): void;
   /** The URL of `GET /metrics` on its own address (`metrics.listen`), once listening; else null. */
   readonly metricsUrl: string | null;
+  /**
+   * Submits a task as `POST /v1/tasks` does, with the same checks and errors (LonghaulError:
+   * VALIDATION_FAILED naming the field, TASK_TYPE_UNKNOWN, QUOTA_EXCEEDED, …). Without a
+   * tenant id, the default tenant (see `LonghaulOptions.tenant`).
+   */
+  submit(request: SubmitRequest): Promise<SubmitAnswer>;
+  submit(tenantId: string | undefined, request: SubmitRequest): Promise<SubmitAnswer>;
+  /** Sends a signal as `POST /v1/signals` does. */
+  signal(request: SignalRequest): Promise<SignalAnswer>;
+  signal(tenantId: string | undefined, request: SignalRequest): Promise<SignalAnswer>;
+  /** Cancels a task as `POST /v1/tasks/:id/cancel` does (TASK_NOT_FOUND for another tenant's). */
+  cancel(taskId: string): Promise<CancelAnswer>;
+  cancel(tenantId: string | undefined, taskId: string): Promise<CancelAnswer>;
+  /**
+   * Handles due work until none is left or `maxMs` (default 10 s) has passed, for a process
+   * woken by a cron or a queue instead of running the worker loop; `start()` is not needed.
+   * `remaining`: due work is left, so drain again. CONFIG_INVALID under role `api`.
+   */
+  drain(opts?: { maxMs?: number }): Promise<{ processed: number; remaining: boolean }>;
+  /**
+   * Answers a Web-standard `Request` with the HTTP server's routes, without listening (a
+   * serverless function's handler): the same auth, checks, errors and exact-bytes signature
+   * checks as over a socket. See src/http/fetch.ts; `toLambdaHandler` adapts it to AWS Lambda.
+   */
+  fetch(request: Request, opts?: FetchOptions): Promise<Response>;
   /** Starts the worker (unless role is `api`) and listens; returns the base URL. */
   listen(opts: { port: number; host?: string }): Promise<string>;
   close(): Promise<void>;
@@ -124,7 +179,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
   // older key resealed. One this deployment cannot read stops the start, saying which key.
   await store.resealSecrets((stored) => secrets.reseal(stored), SEALED_META_KEYS);
 
-  const taskTypes = taskTypeRegistry(opts.taskTypes);
+  const taskTypes = taskTypeRegistry([...(opts.taskTypes ?? []), ...(opts.tasks ?? [])]);
   const providers = providerRegistry(opts.providers);
   const sources = new Map<string, Source>();
   for (const [name, cfg] of Object.entries(opts.sources ?? {})) sources.set(name, buildSource(name, cfg));
@@ -203,10 +258,34 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
   });
   let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | null = null;
 
+  // Embedded calls: the use cases the HTTP routes call, for the tenant the caller names or
+  // the default one (ARCHITECTURE §2).
+  let defaultTenant: Promise<string> | null = null;
+  const tenantFor = async (tenantId: string | undefined): Promise<string> => {
+    if (tenantId !== undefined) {
+      if (!(await store.getTenant(tenantId)))
+        throw new LonghaulError("TENANT_NOT_FOUND", `No tenant ${tenantId}.`);
+      return tenantId;
+    }
+    defaultTenant ??= resolveDefaultTenant(store, opts.tenant);
+    // A failed lookup is not kept: the next call tries again.
+    return defaultTenant.catch((err) => {
+      defaultTenant = null;
+      throw err;
+    });
+  };
+  const checkSubmit = bodyCheck(SubmitBody, "/v1/tasks");
+  const checkSignal = bodyCheck(SignalBody, "/v1/signals");
+  const args = <T>(a: string | undefined | T, b: T | undefined): [string | undefined, T] =>
+    b === undefined ? [undefined, a as T] : [a as string | undefined, b];
+
+  const fetch = fetchHandler(server);
+
   return {
     store,
     server,
     worker,
+    fetch,
     log,
     keyring,
     urls,
@@ -215,6 +294,43 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     },
     start() {
       worker?.start();
+    },
+    async submit(a: string | undefined | SubmitRequest, b?: SubmitRequest) {
+      const [tenant, request] = args(a, b);
+      const body = checkSubmit(request);
+      const { task, created } = await submitTask(
+        { tasks: store, taskTypes },
+        {
+          tenantId: await tenantFor(tenant),
+          type: body.type,
+          input: body.input,
+          clientRequestId: body.client_request_id ?? null,
+          userId: body.user_id ?? null,
+          traceId: body.trace_id ?? null,
+        },
+      );
+      if (created) metrics.tasksSubmitted.inc({ type: task.type });
+      return { task_id: task.id, status: task.status, created };
+    },
+    async signal(a: string | undefined | SignalRequest, b?: SignalRequest) {
+      const [tenant, request] = args(a, b);
+      const body = checkSignal(request);
+      const r = await sendSignal(
+        { waits: store },
+        { tenantId: await tenantFor(tenant), name: body.name, data: body.data, clientId: body.id ?? null },
+      );
+      return { signal_id: r.id, duplicate: r.duplicate, matched: r.matched };
+    },
+    async cancel(a: string | undefined, b?: string) {
+      const [tenant, taskId] = args(a, b);
+      if (typeof taskId !== "string" || taskId === "")
+        throw new LonghaulError("VALIDATION_FAILED", "Name the task to cancel: taskId is empty.");
+      const t = await cancelTask({ tasks: store }, { tenantId: await tenantFor(tenant), taskId });
+      return { task_id: t.id, status: t.status };
+    },
+    async drain(drainOpts = {}) {
+      if (!worker) throw new LonghaulError("CONFIG_INVALID", "drain() needs a worker; role api has none.");
+      return worker.drain(drainOpts);
     },
     async listen({ port, host = "127.0.0.1" }) {
       const address = await server.listen({ port, host });
@@ -231,5 +347,51 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
       await worker?.stop();
       await store.close();
     },
+  };
+}
+
+/**
+ * The default tenant of embedded calls: the `tenant` option (created when missing), else the
+ * store's only tenant, else a new `tn_default`. Several tenants and no option: CONFIG_INVALID.
+ */
+async function resolveDefaultTenant(store: Store, configured: string | undefined): Promise<string> {
+  // Its key is thrown away: an embedded tenant is reached through these calls, not over HTTP,
+  // until an admin adds a key (`longhaul tenants rotate-key`).
+  const ensure = async (id: string, name: string) =>
+    (await store.ensureTenant({ id, name, keyHash: hashApiKey(newApiKey()) })).id;
+  if (configured !== undefined) {
+    return (await store.getTenant(configured))?.id ?? ensure(configured, configured);
+  }
+  const all = await store.listTenants();
+  if (all.length === 1) return all[0]!.id;
+  if (all.length === 0) return ensure(DEFAULT_TENANT_ID, "default");
+  throw new LonghaulError(
+    "CONFIG_INVALID",
+    `The store holds ${all.length} tenants: pass the tenant id to submit, signal and cancel, or set the tenant option.`,
+  );
+}
+
+/**
+ * The HTTP route's own checks, for embedded calls: the request goes through JSON as a body
+ * would (the same depth cap and refused keys, and what is stored is what JSON keeps), then its
+ * TypeBox schema, with the same messages.
+ */
+function bodyCheck<S extends TSchema>(schema: S, url: string): (value: unknown) => Static<S> {
+  const check = validatorCompiler({ schema, httpPart: "body", method: "POST", url });
+  return (value) => {
+    let text: string | undefined;
+    try {
+      text = JSON.stringify(value);
+    } catch (err) {
+      throw new LonghaulError("VALIDATION_FAILED", `The request is not JSON: ${(err as Error).message}`);
+    }
+    const read = text === undefined ? { ok: true as const, value: undefined } : readJson(text, "The request");
+    if (!read.ok) throw read.error;
+    const r = check(read.value) as { value?: unknown; error?: unknown };
+    if (r.error) {
+      const err = schemaErrorFormatter(r.error as Parameters<typeof schemaErrorFormatter>[0], "body");
+      throw new LonghaulError("VALIDATION_FAILED", err.message);
+    }
+    return r.value as Static<S>;
   };
 }

@@ -7,16 +7,21 @@ import type { TaskType } from "../core/task-type.ts";
 import type { SourceConfig } from "../ingress/sources.ts";
 import type { OutboundConfig } from "../outbound/settings.ts";
 import type { ProviderConfig } from "../providers/from-config.ts";
+import type { Provider } from "../providers/provider.ts";
 import type { TokenKey } from "../tokens/keyring.ts";
 
-/** The configuration file (ARCHITECTURE §7): `.ts`, `.js` (default export) or `.json`. */
+/**
+ * The configuration file (ARCHITECTURE §7): `.ts`, `.js`, `.mjs` (default export) or `.json`.
+ * Keys are public: added, never renamed; an unknown one stops the start (`checkConfig`).
+ */
 export interface LonghaulConfig {
   sources?: Record<string, SourceConfig>;
   /**
    * Provider adapters by name, e.g. `{ "sim": { "base_url": "http://127.0.0.1:8788" },
-   * "openai": { "api_key_env": "OPENAI_API_KEY" } }` (see src/providers/from-config.ts).
+   * "openai": { "api_key_env": "OPENAI_API_KEY" } }` (see src/providers/from-config.ts), or
+   * a `Provider` object of your own under its name.
    */
-  providers?: Record<string, ProviderConfig>;
+  providers?: Record<string, ProviderConfig | Provider>;
   /** Capability token keys (first signs, all verify) and the default link lifetime. */
   tokens?: { keys?: TokenKey[]; ttl_s?: number };
   public_url?: string;
@@ -41,6 +46,115 @@ export interface LonghaulConfig {
    */
   metrics?: { listen?: string; public?: boolean };
   taskTypes?: TaskType[];
+  /** The same as `taskTypes`; both may be given. */
+  tasks?: TaskType[];
+}
+
+/** Types a configuration file (`export default defineConfig({...})`); returns it as it is. */
+export function defineConfig(config: LonghaulConfig): LonghaulConfig {
+  return config;
+}
+
+/** The keys a configuration takes, and those of its blocks that are checked key by key. */
+const KEYS: Record<keyof LonghaulConfig, readonly string[] | null> = {
+  sources: null,
+  providers: null,
+  tokens: ["keys", "ttl_s"],
+  public_url: null,
+  reconciler: ["poll_after_s"],
+  waits: ["default_timeout_s"],
+  inbox: ["dedupe_horizon_s"],
+  outbound: ["retry_schedule_s", "allow_private_networks", "timeout_s"],
+  // Checked by resolveLimits, which names an unknown key too.
+  limits: null,
+  metrics: ["listen", "public"],
+  taskTypes: null,
+  tasks: null,
+};
+
+/**
+ * Checks a loaded configuration's keys: an unknown one, at the top or inside a block, is
+ * CONFIG_INVALID naming it (a misspelt key would otherwise be ignored in silence).
+ */
+export function checkConfig(raw: unknown, file = "the config"): LonghaulConfig {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw new LonghaulError("CONFIG_INVALID", `${file} must be an object.`);
+  }
+  const known = Object.keys(KEYS);
+  for (const [key, value] of Object.entries(raw)) {
+    if (!Object.hasOwn(KEYS, key)) {
+      throw new LonghaulError(
+        "CONFIG_INVALID",
+        `Unknown key "${key}" in ${file}; known keys: ${known.join(", ")}.`,
+      );
+    }
+    const inner = KEYS[key as keyof LonghaulConfig];
+    if (inner === null || value === undefined) continue;
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      throw new LonghaulError("CONFIG_INVALID", `"${key}" in ${file} must be an object.`);
+    }
+    for (const k of Object.keys(value)) {
+      if (!inner.includes(k)) {
+        throw new LonghaulError(
+          "CONFIG_INVALID",
+          `Unknown key "${key}.${k}" in ${file}; known keys of "${key}": ${inner.join(", ")}.`,
+        );
+      }
+    }
+  }
+  for (const key of ["taskTypes", "tasks"] as const) {
+    const list = (raw as LonghaulConfig)[key];
+    if (list !== undefined && !Array.isArray(list)) {
+      throw new LonghaulError("CONFIG_INVALID", `"${key}" in ${file} must be a list of task types.`);
+    }
+  }
+  return raw as LonghaulConfig;
+}
+
+/** The files looked for in the working directory when neither --config nor LONGHAUL_CONFIG names one. */
+export const DEFAULT_CONFIG_FILES = [
+  "longhaul.config.ts",
+  "longhaul.config.mts",
+  "longhaul.config.js",
+  "longhaul.config.mjs",
+  "longhaul.config.json",
+];
+
+/** The configuration file to load: `--config`, else `LONGHAUL_CONFIG`, else the first default file in `cwd`. */
+export function configPath(
+  flag: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+  cwd: string = process.cwd(),
+): string | undefined {
+  if (flag) return resolve(cwd, flag);
+  if (env.LONGHAUL_CONFIG) return resolve(cwd, env.LONGHAUL_CONFIG);
+  return DEFAULT_CONFIG_FILES.map((f) => resolve(cwd, f)).find((f) => existsSync(f));
+}
+
+/**
+ * Settings taken from the environment over the file's (README "Configuration"): each variable,
+ * when set and not empty, wins over its key.
+ */
+export function applyEnv(config: LonghaulConfig, env: NodeJS.ProcessEnv = process.env): LonghaulConfig {
+  const out: LonghaulConfig = { ...config };
+  if (env.LONGHAUL_PUBLIC_URL) out.public_url = env.LONGHAUL_PUBLIC_URL;
+  if (env.LONGHAUL_METRICS_LISTEN) out.metrics = { ...config.metrics, listen: env.LONGHAUL_METRICS_LISTEN };
+  return out;
+}
+
+/**
+ * The configuration `dev` and `serve` run with: the file `configPath` finds (none: `{}`),
+ * its keys checked, the environment's settings over it, and `tasks` merged into `taskTypes`.
+ */
+export async function readConfig(
+  flag: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+  cwd: string = process.cwd(),
+): Promise<LonghaulConfig> {
+  const file = configPath(flag, env, cwd);
+  const config = applyEnv(file ? checkConfig(await loadConfig(file), file) : {}, env);
+  const { tasks, ...rest } = config;
+  return tasks === undefined ? rest : { ...rest, taskTypes: [...(rest.taskTypes ?? []), ...tasks] };
 }
 
 /** The engine options a config file sets, as `createLonghaul` takes them. */

@@ -13,7 +13,7 @@ import { startSimulator } from "../providers/sim/simulator.ts";
 import { DEV_API_KEY_META_KEY, DEV_SIM_SECRET_META_KEY } from "../secrets/sealed-meta-keys.ts";
 import { secretBoxFrom } from "../secrets/secret-box.ts";
 import { openStore } from "../store/open-store.ts";
-import { engineOptions, loadConfig } from "./config.ts";
+import { engineOptions, readConfig } from "./config.ts";
 import { onShutdown } from "./shutdown.ts";
 
 export const DEV_TENANT_ID = "tn_dev";
@@ -27,8 +27,8 @@ export async function dev(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
     options: {
-      port: { type: "string", default: process.env.PORT ?? "8787" },
-      host: { type: "string", default: "127.0.0.1" },
+      port: { type: "string", default: process.env.LONGHAUL_PORT || process.env.PORT || "8787" },
+      host: { type: "string", default: process.env.LONGHAUL_HOST || "127.0.0.1" },
       "data-dir": { type: "string", default: ".longhaul" },
       config: { type: "string" },
       "sim-port": { type: "string", default: "0" },
@@ -38,7 +38,7 @@ export async function dev(argv: string[]): Promise<void> {
   const dataDir = values["data-dir"];
   // The simulator's state and the demo's chunks live here, whichever store holds the tasks.
   mkdirSync(dataDir, { recursive: true });
-  const config = await loadConfig(values.config);
+  const config = await readConfig(values.config);
   const log = pino({ level: process.env.LONGHAUL_LOG_LEVEL ?? "warn" });
   const store = await openStore(
     process.env.LONGHAUL_DATABASE_URL ?? `sqlite:${join(dataDir, "longhaul.db")}`,

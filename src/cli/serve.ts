@@ -1,9 +1,11 @@
 import { parseArgs } from "node:util";
 import { createLonghaul } from "../app.ts";
 import { LonghaulError } from "../core/errors.ts";
+import type { TaskType } from "../core/task-type.ts";
+import { graphTask } from "../graph/graph-task.ts";
 import { providersFromConfig } from "../providers/from-config.ts";
 import { secretBoxFrom } from "../secrets/secret-box.ts";
-import { engineOptions, loadConfig } from "./config.ts";
+import { engineOptions, readConfig } from "./config.ts";
 import { onShutdown } from "./shutdown.ts";
 
 /** `longhaul serve`: the production server; store from LONGHAUL_DATABASE_URL, types from the config. */
@@ -13,19 +15,19 @@ export async function serve(argv: string[]): Promise<void> {
     options: {
       config: { type: "string" },
       role: { type: "string", default: "all" },
-      port: { type: "string", default: process.env.PORT ?? "8787" },
-      host: { type: "string", default: "0.0.0.0" },
+      port: { type: "string", default: process.env.LONGHAUL_PORT || process.env.PORT || "8787" },
+      host: { type: "string", default: process.env.LONGHAUL_HOST || "0.0.0.0" },
     },
   });
   const role = values.role;
   if (role !== "all" && role !== "api" && role !== "worker") {
     throw new LonghaulError("CONFIG_INVALID", `--role must be all, api or worker, not "${role}".`);
   }
-  const config = await loadConfig(values.config);
+  const config = await readConfig(values.config);
   requireSecretKey(config.tokens?.keys !== undefined);
   const providers = providersFromConfig(config.providers ?? {});
   const app = await createLonghaul({
-    taskTypes: config.taskTypes ?? [],
+    taskTypes: withGraph(config.taskTypes ?? []),
     providers,
     sources: config.sources ?? {},
     role,
@@ -38,6 +40,14 @@ export async function serve(argv: string[]): Promise<void> {
   const url = await app.listen({ port: Number(values.port), host: values.host });
   onShutdown(() => app.close());
   app.log.info({ url, role, metrics: app.metricsUrl ?? undefined }, "longhaul serve is listening");
+}
+
+/**
+ * The config's task types and `graph`, which runs declarative graphs, as under `dev`; a config
+ * that registers its own `graph` keeps it.
+ */
+export function withGraph(types: TaskType[]): TaskType[] {
+  return types.some((t) => t.name === graphTask.name) ? types : [...types, graphTask];
 }
 
 /**

@@ -60,6 +60,7 @@ export class Worker {
   private readonly releaseOrphans: boolean;
   /** Aborted by stop(), so a pause after a failed store call does not hold the shutdown. */
   private halt = new AbortController();
+  private drained = false;
 
   constructor(
     private readonly d: EngineDeps,
@@ -89,6 +90,35 @@ export class Worker {
     this.poke();
     await this.loopDone;
     await Promise.allSettled([...this.running]);
+  }
+
+  /**
+   * Handles due work without the loop, for a process woken by a cron or a queue: claims due
+   * items, runs their handlers and claims again, until nothing is due or `maxMs` (wall time,
+   * default 10 s) has passed; items in hand are finished, not cut off. Works whether or not
+   * the worker was started. `remaining`: due work is left (ARCHITECTURE §4.2).
+   */
+  async drain(opts: { maxMs?: number } = {}): Promise<{ processed: number; remaining: boolean }> {
+    const until = performance.now() + (opts.maxMs ?? 10_000);
+    if (!this.drained) {
+      // The loop schedules the maintenance pass when it starts; a worker that only drains
+      // schedules it on its first drain (deduped: one pending pass at a time).
+      this.drained = true;
+      await this.safely(() => this.d.store.enqueue([maintenanceItem(this.d.clock.now())]));
+    }
+    await this.safely(() => this.d.store.recoverExpiredLeases());
+    let processed = 0;
+    while (performance.now() < until) {
+      const claimed =
+        (await this.safely(() => this.d.store.claim(this.id, this.concurrency, this.leaseMs))) ?? [];
+      if (claimed.length === 0) break;
+      const handled = claimed.map((item) => this.handle(item));
+      for (const p of handled) this.track(p);
+      await Promise.all(handled);
+      processed += claimed.length;
+    }
+    const next = await this.safely(() => this.d.store.nextRunAt());
+    return { processed, remaining: next != null && next <= this.d.clock.now() };
   }
 
   /** Wakes the loop; a poke while it is busy (claiming) is remembered, so no signal is lost. */

@@ -20,19 +20,40 @@ export interface ProviderConfig {
 const kinds = ["sim", "openai", "gemini", "http"] as const;
 
 /**
+ * A `Provider` object given in the configuration in place of a config entry: told apart by
+ * its shape (a `create` function). It keeps its own adapter; its `name` must be its entry's.
+ */
+function isProviderObject(entry: unknown): entry is Provider {
+  return isObject(entry) && typeof entry.create === "function";
+}
+
+/**
  * Builds the providers a configuration names; each is named after its entry, which is the
- * name sources refer to. `sim` and `http` need `base_url`; `openai` and `gemini` need an
+ * name sources refer to. An entry may be a `Provider` object of your own, used as it is. `sim` and `http` need `base_url`; `openai` and `gemini` need an
  * API key (`api_key`, or `api_key_env` naming a variable of `env`). `http` also takes
  * `create_path`, `status_path`, `cancel_path` and `headers`, and sends an API key, when
  * given, as `Authorization: Bearer`. Every kind takes `timeout_ms`.
  */
 export function providersFromConfig(
-  config: Record<string, ProviderConfig>,
+  config: Record<string, ProviderConfig | Provider>,
   env: Record<string, string | undefined> = process.env,
 ): Provider[] {
   if (!isObject(config))
     throw new LonghaulError("CONFIG_INVALID", '"providers" must be an object of entries.');
-  return Object.entries(config).map(([name, entry]) => build(name, entry, env));
+  return Object.entries(config).map(([name, entry]) =>
+    isProviderObject(entry) ? custom(name, entry) : build(name, entry, env),
+  );
+}
+
+function custom(name: string, provider: Provider): Provider {
+  const bad = (why: string): never => {
+    throw new LonghaulError("CONFIG_INVALID", `Provider "${name}" in the config ${why}.`);
+  };
+  if (typeof provider.parseEvent !== "function") return bad("has create() but no parseEvent()");
+  if (provider.name !== name) {
+    return bad(`is an object named "${provider.name}"; list it under its own name`);
+  }
+  return provider;
 }
 
 function build(name: string, entry: unknown, env: Record<string, string | undefined>): Provider {

@@ -1,0 +1,82 @@
+import { Readable } from "node:stream";
+import type { FastifyInstance } from "fastify";
+
+export interface FetchOptions {
+  /**
+   * The client's address, as the server would see a connection's peer: rate limits per
+   * address and the loopback checks use it. Default `0.0.0.0` (unknown, never loopback).
+   */
+  remoteAddress?: string;
+}
+
+/** A handler of Web-standard requests: `lh.fetch`, and what platform adapters call. */
+export type FetchHandler = (request: Request, opts?: FetchOptions) => Promise<Response>;
+
+/** Statuses whose answers carry no body (a `Response` refuses one for them). */
+const NO_BODY = new Set([101, 103, 204, 205, 304]);
+/** Hop-by-hop headers, which belong to one connection, not to the answer. */
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding"]);
+
+/**
+ * The HTTP server's routes for Web-standard `Request`s (a serverless function, an edge
+ * runtime's `fetch` export): the request is injected into the Fastify server with its
+ * method, path and query, headers and exact body bytes, so signature checks see what was
+ * sent (ARCHITECTURE §4.3), and the answer becomes a `Response` with its status, headers
+ * (each value of a repeated header) and body. The body is streamed: `GET /v1/events` works
+ * as Server-Sent Events as long as the caller reads it, and canceling the body or aborting
+ * the request's signal closes the stream on the server.
+ */
+export function fetchHandler(server: FastifyInstance): FetchHandler {
+  return async (request, opts = {}) => {
+    const url = new URL(request.url);
+    const headers: Record<string, string> = {};
+    request.headers.forEach((value, name) => {
+      headers[name] = value;
+    });
+    const withBody = request.method !== "GET" && request.method !== "HEAD" && request.body !== null;
+    const payload = withBody ? Buffer.from(await request.arrayBuffer()) : undefined;
+    const res = await server.inject({
+      method: request.method as "GET",
+      url: url.pathname + url.search,
+      headers,
+      ...(payload ? { payload } : {}),
+      remoteAddress: opts.remoteAddress ?? "0.0.0.0",
+      // Resolves once the head is written; the body follows as the route writes it.
+      payloadAsStream: true,
+    });
+    const raw = res.raw.res;
+    const close = () => {
+      if (!raw.destroyed) raw.destroy();
+    };
+    request.signal?.addEventListener("abort", close, { once: true });
+
+    const out = new Headers();
+    for (const [name, value] of Object.entries(res.headers)) {
+      if (value === undefined || HOP_BY_HOP.has(name)) continue;
+      for (const v of Array.isArray(value) ? value : [value]) out.append(name, String(v));
+    }
+    const stream = res.stream();
+    if (NO_BODY.has(res.statusCode) || request.method === "HEAD") {
+      stream.resume();
+      return new Response(null, { status: res.statusCode, headers: out });
+    }
+    const reader = (Readable.toWeb(stream) as ReadableStream<Uint8Array>).getReader();
+    // A reader that stops early (a closed SSE client) ends the route's stream too.
+    const answer = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        try {
+          const { done, value } = await reader.read();
+          if (done) controller.close();
+          else controller.enqueue(value);
+        } catch (err) {
+          controller.error(err);
+        }
+      },
+      cancel(reason) {
+        close();
+        return reader.cancel(reason);
+      },
+    });
+    return new Response(answer, { status: res.statusCode, headers: out });
+  };
+}
