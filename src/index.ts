@@ -29,7 +29,7 @@ export {
   type TaskType,
   type WaitForEventOptions,
 } from "./core/task-type.ts";
-// The object-style task definition and the typed config helper are exported here, beside
+// The object-style task definition and the typed config function are exported here, beside
 // defineTask: `task` and `defineConfig`.
 export type { GraphNode, GraphSpec, NodeKind } from "./graph/graph-spec.ts";
 export { type GraphOutput, graphTask } from "./graph/graph-task.ts";
