@@ -4,14 +4,23 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { waitFor } from "./helpers.ts";
 
-const cli = join(import.meta.dirname, "..", "bin", "longhaul.mjs");
+/**
+ * `process.execPath` arguments that run `longhaul` from source, through tsx: the repository's
+ * tests exercise src/cli, so a stale dist/ never stands in for a change (the published
+ * package's compiled CLI is tested by package.test.ts).
+ */
+export const CLI_FROM_SOURCE: readonly string[] = [
+  "--import",
+  "tsx",
+  join(import.meta.dirname, "..", "src", "cli", "main.ts"),
+];
 
 /** The encryption key of stored secrets that every process of a test deployment shares. */
 export const TEST_SECRET_KEY = "bG9uZ2hhdWwtdGVzdC1rZXktMzItYnl0ZXMtbG9uZyE=";
 
 /** Runs `longhaul <args>` as its own process, as an operator would (with an encryption key, as `serve` wants). */
 export function startCli(args: string[], env: Record<string, string> = {}): ChildProcess {
-  return spawn(process.execPath, [cli, ...args], {
+  return spawn(process.execPath, [...CLI_FROM_SOURCE, ...args], {
     env: { ...process.env, LONGHAUL_LOG_LEVEL: "warn", LONGHAUL_SECRET_KEY: TEST_SECRET_KEY, ...env },
     stdio: ["ignore", "ignore", "inherit"],
   });

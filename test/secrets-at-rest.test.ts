@@ -25,12 +25,12 @@ import {
   pgUnreachable,
   pgUrl,
 } from "./pg-env.ts";
+import { CLI_FROM_SOURCE } from "./processes.ts";
 
 const KEY_A = randomBytes(32).toString("base64");
 const KEY_B = randomBytes(32).toString("hex");
 const demoDir = tempDir();
 after(() => demoDir.cleanup());
-const cli = join(import.meta.dirname, "..", "bin", "longhaul.mjs");
 
 /** A receiver that keeps every delivery. */
 async function startReceiver() {
@@ -198,7 +198,7 @@ describe("secrets at rest (SQLite)", () => {
     writeFileSync(config, JSON.stringify({ public_url: "http://127.0.0.1:1" }));
     const child = spawn(
       process.execPath,
-      [cli, "serve", "--port", "0", "--host", "127.0.0.1", "--config", config],
+      [...CLI_FROM_SOURCE, "serve", "--port", "0", "--host", "127.0.0.1", "--config", config],
       {
         env: {
           ...process.env,

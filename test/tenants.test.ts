@@ -5,6 +5,7 @@ import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
 import { defineTask } from "../src/core/task-type.ts";
 import { sleep, tempDir, waitFor } from "./helpers.ts";
+import { CLI_FROM_SOURCE } from "./processes.ts";
 import { type Stack, startStack } from "./stack.ts";
 
 const ADMIN = "admin-key-for-tenant-tests";
@@ -378,24 +379,25 @@ describe("concurrency and fairness", () => {
 test("longhaul tenants create, list and rotate-key work on the store", async () => {
   const tmp = tempDir();
   const run = promisify(execFile);
-  const cli = join(import.meta.dirname, "..", "bin", "longhaul.mjs");
   const env = { ...process.env, LONGHAUL_DATABASE_URL: `sqlite:${join(tmp.dir, "cli.db")}` };
   try {
     const created = await run(
       process.execPath,
-      [cli, "tenants", "create", "cli-co", "--max-concurrent-jobs", "3"],
+      [...CLI_FROM_SOURCE, "tenants", "create", "cli-co", "--max-concurrent-jobs", "3"],
       { env },
     );
     const id = /tenant (tn_\S+)/.exec(created.stdout)?.[1];
     assert.ok(id, created.stdout);
     assert.match(created.stdout, /api key: lh_/);
-    const listed = await run(process.execPath, [cli, "tenants", "list"], { env });
+    const listed = await run(process.execPath, [...CLI_FROM_SOURCE, "tenants", "list"], { env });
     assert.match(listed.stdout, new RegExp(`${id}\\tcli-co`));
     assert.match(listed.stdout, /"max_concurrent_jobs":3/);
-    const rotated = await run(process.execPath, [cli, "tenants", "rotate-key", id], { env });
+    const rotated = await run(process.execPath, [...CLI_FROM_SOURCE, "tenants", "rotate-key", id], { env });
     assert.match(rotated.stdout, /api key: lh_/);
     await assert.rejects(
-      run(process.execPath, [cli, "tenants", "create", "bad", "--budget-policy", "maybe"], { env }),
+      run(process.execPath, [...CLI_FROM_SOURCE, "tenants", "create", "bad", "--budget-policy", "maybe"], {
+        env,
+      }),
     );
   } finally {
     tmp.cleanup();

@@ -192,6 +192,30 @@ function seconds(key: string, v: unknown): number {
 
 const defaults = ["longhaul.config.ts", "longhaul.config.js", "longhaul.config.json"];
 
+const typescriptFile = /\.[cm]?tsx?$/;
+let typescriptLoader: Promise<unknown> | undefined;
+
+/**
+ * Imports a config module. A TypeScript one (`.ts`, `.mts`, `.cts`) is imported once tsx's
+ * loader is registered; tsx is loaded here, lazily, so a `.js`/`.mjs`/`.json` config (and the
+ * compiled CLI itself) never loads it.
+ */
+async function importConfigModule(abs: string): Promise<unknown> {
+  if (typescriptFile.test(abs)) {
+    // Both hooks, as `node --import tsx` does: a `.ts` file outside a `"type": "module"`
+    // package is loaded as CommonJS.
+    typescriptLoader ??= Promise.all([
+      import("tsx/esm/api").then(({ register }) => register()),
+      import("tsx/cjs/api").then(({ register }) => register()),
+    ]);
+    await typescriptLoader;
+  }
+  const mod = (await import(pathToFileURL(abs).href)) as { default?: { __esModule?: boolean } };
+  // A `.ts` file outside a `"type": "module"` package is compiled to CommonJS, whose exports
+  // object arrives as the default export: its own `default` is the config.
+  return mod.default?.__esModule === true ? mod.default : mod;
+}
+
 /** Loads `path`, or the first default file that exists, or an empty config. */
 export async function loadConfig(path: string | undefined): Promise<LonghaulConfig> {
   const file = path ?? defaults.find((f) => existsSync(f));
@@ -202,7 +226,7 @@ export async function loadConfig(path: string | undefined): Promise<LonghaulConf
   try {
     raw = abs.endsWith(".json")
       ? JSON.parse(readFileSync(abs, "utf8"))
-      : ((await import(pathToFileURL(abs).href)) as { default?: unknown }).default;
+      : ((await importConfigModule(abs)) as { default?: unknown }).default;
   } catch (err) {
     throw new LonghaulError("CONFIG_INVALID", `Could not load ${file}: ${(err as Error).message}`, {
       cause: err,

@@ -1,0 +1,15 @@
+// `import { createLonghaul, PostgresStore } from "longhaul/server"`: what a deployment assembles
+// (ARCHITECTURE §5): the engine with its HTTP API, and the stores.
+export { createLonghaul, createLonghaul as longhaul, type Longhaul, type LonghaulOptions } from "./app.ts";
+export type { IdGenerator } from "./core/ids.ts";
+export { type FetchHandler, type FetchOptions, fetchHandler } from "./http/fetch.ts";
+export {
+  type ApiGatewayV2Event,
+  type ApiGatewayV2Result,
+  type LambdaOptions,
+  toLambdaHandler,
+} from "./http/lambda.ts";
+export { openStore } from "./store/open-store.ts";
+export { PostgresStore, type PostgresStoreOptions } from "./store/postgres/postgres-store.ts";
+export { SqliteStore, type SqliteStoreOptions } from "./store/sqlite/sqlite-store.ts";
+export type { Store } from "./store/store.ts";

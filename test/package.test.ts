@@ -1,0 +1,261 @@
+import assert from "node:assert/strict";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import {
+  cpSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { basename, join, relative } from "node:path";
+import { test } from "node:test";
+import { promisify } from "node:util";
+import { freePort, tempDir, waitFor } from "./helpers.ts";
+
+// The package as people install it: `npm pack` (which builds dist/ and web/dist through
+// `prepare`), `npm install <tarball>` into a fresh ESM app, then plain `node`, without tsx:
+// every entry point imports, `longhaul/client` loads no server dependency, and the installed
+// `longhaul dev` runs a task from the app's own config to `succeeded` and serves the dashboard.
+
+const ROOT = join(import.meta.dirname, "..");
+const run = promisify(execFile);
+/** Left out of the copy that is packed: installed or built things, local data. */
+const notCopied = new Set(["node_modules", "dist", ".git", ".longhaul", ".bench-data"]);
+const SERVER_DEPENDENCIES = ["fastify", "pg", "better-sqlite3", "pino"];
+
+/** The environment of a child: no npm settings of the running script, no longhaul settings, no tsx. */
+function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (!k.toLowerCase().startsWith("npm_") && !k.startsWith("LONGHAUL_") && k !== "NODE_OPTIONS") env[k] = v;
+  }
+  return { ...env, ...extra };
+}
+
+const npm = (args: string[], cwd: string, timeout = 300_000) =>
+  run("npm", args, { cwd, env: cleanEnv(), timeout, maxBuffer: 64 * 1024 * 1024 });
+
+const node = (args: string[], cwd: string, env: Record<string, string> = {}) =>
+  run(process.execPath, args, { cwd, env: cleanEnv(env), timeout: 60_000 });
+
+/** The scratch app: an ESM package with a longhaul config and a few probe scripts. */
+const APP_FILES: Record<string, string> = {
+  "package.json": JSON.stringify({ name: "app", private: true, type: "module" }),
+  "longhaul.config.mjs": `import { defineConfig, task } from "longhaul";
+
+export const hello = task({
+  id: "app.hello",
+  run: async (input, { step }) => {
+    const greeting = await step.run("greet", () => \`hello \${input.name}\`);
+    const echoed = await step.job("echo", { provider: "sim", input: { instruction: "echo", text: greeting } });
+    return { greeting, echoed };
+  },
+});
+
+export default defineConfig({ tasks: [hello] });
+`,
+  "entries.mjs": `import * as longhaul from "longhaul";
+import * as server from "longhaul/server";
+import * as client from "longhaul/client";
+import * as testing from "longhaul/testing";
+
+const fns = (m, names) => names.filter((n) => m[n] !== undefined);
+const store = await testing.openTestStore({ clock: new testing.ManualClock() });
+// Reads the tasks table: the migrations shipped as .sql beside the compiled store have run.
+const migratedInMemory = (await store.getTask("tn_none", "t_none")) === null;
+await store.close();
+console.log(JSON.stringify({
+  longhaul: fns(longhaul, ["createLonghaul", "defineConfig", "defineTask", "geminiProvider", "graphTask", "httpProvider", "openaiProvider", "task"]),
+  server: fns(server, ["PostgresStore", "SqliteStore", "createLonghaul", "fetchHandler", "openStore", "toLambdaHandler"]),
+  client: fns(client, ["LonghaulClient", "LonghaulClientError"]),
+  testing: fns(testing, ["ManualClock", "openTestStore", "startSimulator"]),
+  migratedInMemory,
+}));
+`,
+  // Records every module URL resolved after it, from a loader hook (hooks run on their own thread).
+  "record-loads.mjs": `import { register } from "node:module";
+register("./resolve-hook.mjs", import.meta.url);
+`,
+  "resolve-hook.mjs": `import { appendFileSync } from "node:fs";
+export async function resolve(specifier, context, next) {
+  const r = await next(specifier, context);
+  appendFileSync(process.env.LOADS_FILE, r.url + "\\n");
+  return r;
+}
+`,
+  // Imports one entry, then prints what was loaded: resolved URLs and the CommonJS cache.
+  "loads.mjs": `import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+await import(process.argv[2]);
+const urls = readFileSync(process.env.LOADS_FILE, "utf8").split("\\n").filter((u) => u.startsWith("file:"));
+const cjs = Object.keys(createRequire(import.meta.url).cache);
+console.log(JSON.stringify([...urls.map((u) => fileURLToPath(u)), ...cjs]));
+`,
+};
+
+test("the packed package installs and runs under plain node", { timeout: 10 * 60_000 }, async (t) => {
+  const started = Date.now();
+  const seconds = () => `${((Date.now() - started) / 1000).toFixed(0)} s`;
+  const tmp = tempDir("longhaul-package-");
+  let dev: ChildProcess | undefined;
+  try {
+    // Pack a copy of the working tree, so building it never touches this tree's dist/ or web/dist
+    // while other tests read them, and a stale build here can never be what is tested.
+    const repo = join(tmp.dir, "repo");
+    cpSync(ROOT, repo, {
+      recursive: true,
+      filter: (src) => {
+        const rel = relative(ROOT, src);
+        return !rel.split(/[\\/]/).some((part) => notCopied.has(part)) && !/\.db(-wal|-shm)?$/.test(rel);
+      },
+    });
+    symlinkSync(realpathSync(join(ROOT, "node_modules")), join(repo, "node_modules"), "dir");
+    const out = join(tmp.dir, "out");
+    mkdirSync(out);
+    await npm(["pack", "--pack-destination", out], repo);
+    const tgz = readdirSync(out).find((f) => f.endsWith(".tgz"));
+    assert.ok(tgz, "npm pack wrote a tarball");
+    const tarball = join(out, tgz);
+    t.diagnostic(`${tgz}: ${(statSync(tarball).size / 1024).toFixed(0)} kB, packed in ${seconds()}`);
+
+    const app = join(tmp.dir, "app");
+    mkdirSync(app);
+    for (const [name, text] of Object.entries(APP_FILES)) writeFileSync(join(app, name), text);
+    try {
+      await npm(["install", tarball, "--no-audit", "--no-fund"], app);
+      t.diagnostic(`installed at ${seconds()}`);
+    } catch (err) {
+      if (process.env.CI === "true") throw err;
+      const why = (err as { stderr?: string }).stderr?.trim().split("\n").slice(-5).join("\n") ?? String(err);
+      console.error(
+        `\n!!! package.test.ts SKIPPED: npm install of the packed tarball failed (registry unreachable?).\n!!! It fails under CI=true.\n${why}\n`,
+      );
+      t.skip("npm install of the tarball failed; see stderr");
+      return;
+    }
+
+    // Every entry point, imported by name under plain node.
+    const { stdout: entries } = await node(["entries.mjs"], app);
+    assert.deepEqual(JSON.parse(entries), {
+      longhaul: [
+        "createLonghaul",
+        "defineConfig",
+        "defineTask",
+        "geminiProvider",
+        "graphTask",
+        "httpProvider",
+        "openaiProvider",
+        "task",
+      ],
+      server: [
+        "PostgresStore",
+        "SqliteStore",
+        "createLonghaul",
+        "fetchHandler",
+        "openStore",
+        "toLambdaHandler",
+      ],
+      client: ["LonghaulClient", "LonghaulClientError"],
+      testing: ["ManualClock", "openTestStore", "startSimulator"],
+      migratedInMemory: true,
+    });
+
+    // What an import loads, recorded by a resolve hook and the CommonJS cache.
+    const loaded = async (entry: string): Promise<string[]> => {
+      const { stdout } = await node(["--import", "./record-loads.mjs", "loads.mjs", entry], app, {
+        LOADS_FILE: join(app, `loads-${basename(entry)}.txt`),
+      });
+      return JSON.parse(stdout) as string[];
+    };
+    const serverOf = (files: string[]) =>
+      SERVER_DEPENDENCIES.filter((d) => files.some((f) => f.includes(`/node_modules/${d}/`)));
+    const client = await loaded("longhaul/client");
+    assert.ok(
+      client.some((f) => f.includes("/node_modules/longhaul/dist/client/")),
+      "the recorder sees the client's own modules",
+    );
+    assert.deepEqual(serverOf(client), [], "longhaul/client loads no server dependency");
+    // The recorder would see them: longhaul/server loads them all.
+    assert.deepEqual(serverOf(await loaded("longhaul/server")), SERVER_DEPENDENCIES);
+
+    const { stdout: version } = await node(["node_modules/.bin/longhaul", "--version"], app);
+    assert.equal(version.trim(), JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).version);
+
+    // The installed CLI runs the app's config: a task from the app, run to the end.
+    const port = await freePort();
+    dev = spawn(
+      process.execPath,
+      [
+        "node_modules/.bin/longhaul",
+        "dev",
+        "--config",
+        "longhaul.config.mjs",
+        "--port",
+        String(port),
+        "--host",
+        "127.0.0.1",
+        "--sim-port",
+        "0",
+        "--data-dir",
+        join(app, "data"),
+      ],
+      { cwd: app, env: cleanEnv({ LONGHAUL_LOG_LEVEL: "warn" }), stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let printed = "";
+    let errors = "";
+    dev.stdout!.on("data", (c: Buffer) => {
+      printed += c.toString("utf8");
+    });
+    dev.stderr!.on("data", (c: Buffer) => {
+      errors += c.toString("utf8");
+    });
+    const key = await waitFor(
+      () => {
+        if (dev!.exitCode !== null) throw new Error(`longhaul dev exited ${dev!.exitCode}: ${errors}`);
+        return /API key\s+(lh_\S+)/.exec(printed)?.[1];
+      },
+      30_000,
+      "longhaul dev to print its key",
+    );
+    const base = `http://127.0.0.1:${port}`;
+    const api = async (path: string, body?: unknown) => {
+      const r = await fetch(base + path, {
+        method: body === undefined ? "GET" : "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      return { status: r.status, body: (await r.json()) as any };
+    };
+    const submitted = await api("/v1/tasks", { type: "app.hello", input: { name: "package" } });
+    assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
+    const done = await waitFor(
+      async () => {
+        const r = await api(`/v1/tasks/${submitted.body.task_id}`);
+        return ["succeeded", "failed", "timed_out", "canceled"].includes(r.body.status) ? r.body : null;
+      },
+      30_000,
+      "the app's task to finish",
+    );
+    assert.equal(done.status, "succeeded", JSON.stringify(done));
+    assert.deepEqual(done.output, { greeting: "hello package", echoed: { text: "hello package" } });
+
+    const page = await fetch(`${base}/`);
+    assert.equal(page.status, 200, "the dashboard is served from the package's web/dist");
+    assert.match(page.headers.get("content-type") ?? "", /text\/html/);
+    assert.match(await page.text(), /<title>longhaul<\/title>/);
+    t.diagnostic(`pack, install and run took ${seconds()}`);
+  } finally {
+    if (dev && dev.exitCode === null) {
+      const exited = new Promise((r) => dev!.once("exit", r));
+      dev.kill("SIGTERM");
+      const timer = setTimeout(() => dev!.kill("SIGKILL"), 10_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    tmp.cleanup();
+  }
+});
