@@ -61,6 +61,27 @@ export default defineConfig({
   const overridden = await readConfig(undefined, env, tmp.dir);
   assert.equal(overridden.public_url, "https://env.example.com");
   assert.equal(overridden.metrics?.listen, "127.0.0.1:9999");
+  // Every key of a block has its variable, LONGHAUL_<BLOCK>_<KEY>: numbers, booleans and lists as JSON.
+  const blocks = await readConfig(
+    undefined,
+    {
+      LONGHAUL_RECONCILER_POLL_AFTER_S: "30",
+      LONGHAUL_LIMITS_API_PER_MIN: "120",
+      LONGHAUL_OUTBOUND_RETRY_SCHEDULE_S: "[0, 5, 60]",
+      LONGHAUL_OUTBOUND_ALLOW_PRIVATE_NETWORKS: "true",
+      LONGHAUL_METRICS_PUBLIC: "false",
+    },
+    tmp.dir,
+  );
+  assert.equal(engineOptions(blocks).pollAfterMs, 30_000);
+  assert.deepEqual(blocks.limits, { api_per_min: 120 });
+  assert.deepEqual(blocks.outbound?.retry_schedule_s, [0, 5, 60]);
+  assert.equal(blocks.outbound?.allow_private_networks, true);
+  assert.equal(blocks.metrics?.public, false);
+  await assert.rejects(
+    readConfig(undefined, { LONGHAUL_OUTBOUND_RETRY_SCHEDULE_S: "[0, 5" }, tmp.dir),
+    invalid(/LONGHAUL_OUTBOUND_RETRY_SCHEDULE_S is not valid JSON/),
+  );
   writeFileSync(join(tmp.dir, "other.mjs"), "export default { publik_url: 1 };\n");
   await assert.rejects(
     readConfig(undefined, { LONGHAUL_CONFIG: "other.mjs" }, tmp.dir),

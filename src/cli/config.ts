@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { LonghaulError } from "../core/errors.ts";
-import type { LimitsConfig } from "../core/limits.ts";
+import { DEFAULT_LIMITS, type LimitsConfig } from "../core/limits.ts";
 import type { TaskType } from "../core/task-type.ts";
 import type { SourceConfig } from "../ingress/sources.ts";
 import type { OutboundConfig } from "../outbound/settings.ts";
@@ -132,14 +132,50 @@ export function configPath(
 }
 
 /**
- * Settings taken from the environment over the file's (README "Configuration"): each variable,
- * when set and not empty, wins over its key.
+ * The keys a variable of the environment may set, as `LONGHAUL_<BLOCK>_<KEY>` in capitals (README
+ * "Configuration"): every scalar or list key of the blocks above and `limits`. `sources`,
+ * `providers`, `tokens.keys` and the task lists are structured and live in the file only.
+ */
+const ENV_KEYS: readonly (readonly [block: keyof LonghaulConfig | null, key: string])[] = [
+  [null, "public_url"],
+  ...(["tokens", "reconciler", "waits", "inbox", "outbound", "metrics"] as const).flatMap((block) =>
+    (KEYS[block] ?? []).filter((k) => !(block === "tokens" && k === "keys")).map((k) => [block, k] as const),
+  ),
+  ...Object.keys(DEFAULT_LIMITS).map((k) => ["limits", k] as const),
+];
+
+/** The variable that overrides a key: `LONGHAUL_PUBLIC_URL`, `LONGHAUL_WAITS_DEFAULT_TIMEOUT_S`, … */
+export const envName = (block: string | null, key: string): string =>
+  `LONGHAUL_${block ? `${block}_` : ""}${key}`.toUpperCase();
+
+/** A variable's value: JSON when it reads as JSON (numbers, booleans, lists), else the text. */
+function envValue(name: string, text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    if (/^[[{]/.test(text.trim())) {
+      throw new LonghaulError("CONFIG_INVALID", `${name} is not valid JSON.`);
+    }
+    return text;
+  }
+}
+
+/**
+ * Settings taken from the environment over the file's: each variable of `ENV_KEYS`, when set and
+ * not empty, wins over its key. The values are checked where the file's are.
  */
 export function applyEnv(config: LonghaulConfig, env: NodeJS.ProcessEnv = process.env): LonghaulConfig {
-  const out: LonghaulConfig = { ...config };
-  if (env.LONGHAUL_PUBLIC_URL) out.public_url = env.LONGHAUL_PUBLIC_URL;
-  if (env.LONGHAUL_METRICS_LISTEN) out.metrics = { ...config.metrics, listen: env.LONGHAUL_METRICS_LISTEN };
-  return out;
+  const out: Record<string, unknown> = { ...config };
+  for (const [block, key] of ENV_KEYS) {
+    const name = envName(block, key);
+    const text = env[name];
+    if (text === undefined || text === "") continue;
+    // public_url and metrics.listen are text even when they would parse as JSON.
+    const value = key === "public_url" || key === "listen" ? text : envValue(name, text);
+    if (block === null) out[key] = value;
+    else out[block] = { ...(out[block] as Record<string, unknown> | undefined), [key]: value };
+  }
+  return out as LonghaulConfig;
 }
 
 /**
