@@ -1,45 +1,24 @@
 import assert from "node:assert/strict";
-import { type ChildProcess, execFile, spawn } from "node:child_process";
-import {
-  cpSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  realpathSync,
-  statSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
-import { basename, join, relative } from "node:path";
+import { basename, join } from "node:path";
 import { test } from "node:test";
-import { promisify } from "node:util";
 import { freePort, tempDir, waitFor } from "./helpers.ts";
+import {
+  node,
+  packageVersion,
+  packTarball,
+  type Running,
+  scratchApp,
+  startNode,
+  tarballKb,
+} from "./tarball.ts";
 
 // The package as people install it: `npm pack` (which builds dist/ and web/dist through
 // `prepare`), `npm install <tarball>` into a fresh ESM app, then plain `node`, without tsx:
 // every entry point imports, `longhaul/client` loads no server dependency, and the installed
 // `longhaul dev` runs a task from the app's own config to `succeeded` and serves the dashboard.
+// Packing and installing live in tarball.ts.
 
-const ROOT = join(import.meta.dirname, "..");
-const run = promisify(execFile);
-/** Left out of the copy that is packed: installed or built things, local data. */
-const notCopied = new Set(["node_modules", "dist", ".git", ".longhaul", ".bench-data"]);
 const SERVER_DEPENDENCIES = ["fastify", "pg", "better-sqlite3", "pino"];
-
-/** The environment of a child: no npm settings of the running script, no longhaul settings, no tsx. */
-function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (!k.toLowerCase().startsWith("npm_") && !k.startsWith("LONGHAUL_") && k !== "NODE_OPTIONS") env[k] = v;
-  }
-  return { ...env, ...extra };
-}
-
-const npm = (args: string[], cwd: string, timeout = 300_000) =>
-  run("npm", args, { cwd, env: cleanEnv(), timeout, maxBuffer: 64 * 1024 * 1024 });
-
-const node = (args: string[], cwd: string, env: Record<string, string> = {}) =>
-  run(process.execPath, args, { cwd, env: cleanEnv(env), timeout: 60_000 });
 
 /** The scratch app: an ESM package with a longhaul config and a few probe scripts. */
 const APP_FILES: Record<string, string> = {
@@ -101,42 +80,14 @@ test("the packed package installs and runs under plain node", { timeout: 10 * 60
   const started = Date.now();
   const seconds = () => `${((Date.now() - started) / 1000).toFixed(0)} s`;
   const tmp = tempDir("longhaul-package-");
-  let dev: ChildProcess | undefined;
+  let dev: Running | undefined;
   try {
-    // Pack a copy of the working tree, so building it never touches this tree's dist/ or web/dist
-    // while other tests read them, and a stale build here can never be what is tested.
-    const repo = join(tmp.dir, "repo");
-    cpSync(ROOT, repo, {
-      recursive: true,
-      filter: (src) => {
-        const rel = relative(ROOT, src);
-        return !rel.split(/[\\/]/).some((part) => notCopied.has(part)) && !/\.db(-wal|-shm)?$/.test(rel);
-      },
-    });
-    symlinkSync(realpathSync(join(ROOT, "node_modules")), join(repo, "node_modules"), "dir");
-    const out = join(tmp.dir, "out");
-    mkdirSync(out);
-    await npm(["pack", "--pack-destination", out], repo);
-    const tgz = readdirSync(out).find((f) => f.endsWith(".tgz"));
-    assert.ok(tgz, "npm pack wrote a tarball");
-    const tarball = join(out, tgz);
-    t.diagnostic(`${tgz}: ${(statSync(tarball).size / 1024).toFixed(0)} kB, packed in ${seconds()}`);
+    const tarball = await packTarball(tmp.dir);
+    t.diagnostic(`${basename(tarball)}: ${tarballKb(tarball)}, packed in ${seconds()}`);
 
     const app = join(tmp.dir, "app");
-    mkdirSync(app);
-    for (const [name, text] of Object.entries(APP_FILES)) writeFileSync(join(app, name), text);
-    try {
-      await npm(["install", tarball, "--no-audit", "--no-fund"], app);
-      t.diagnostic(`installed at ${seconds()}`);
-    } catch (err) {
-      if (process.env.CI === "true") throw err;
-      const why = (err as { stderr?: string }).stderr?.trim().split("\n").slice(-5).join("\n") ?? String(err);
-      console.error(
-        `\n!!! package.test.ts SKIPPED: npm install of the packed tarball failed (registry unreachable?).\n!!! It fails under CI=true.\n${why}\n`,
-      );
-      t.skip("npm install of the tarball failed; see stderr");
-      return;
-    }
+    if (!(await scratchApp(t, app, APP_FILES, tarball, [], "package.test.ts"))) return;
+    t.diagnostic(`installed at ${seconds()}`);
 
     // Every entry point, imported by name under plain node.
     const { stdout: entries } = await node(["entries.mjs"], app);
@@ -183,12 +134,11 @@ test("the packed package installs and runs under plain node", { timeout: 10 * 60
     assert.deepEqual(serverOf(await loaded("longhaul/server")), SERVER_DEPENDENCIES);
 
     const { stdout: version } = await node(["node_modules/.bin/longhaul", "--version"], app);
-    assert.equal(version.trim(), JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).version);
+    assert.equal(version.trim(), packageVersion());
 
     // The installed CLI runs the app's config: a task from the app, run to the end.
     const port = await freePort();
-    dev = spawn(
-      process.execPath,
+    dev = startNode(
       [
         "node_modules/.bin/longhaul",
         "dev",
@@ -203,20 +153,14 @@ test("the packed package installs and runs under plain node", { timeout: 10 * 60
         "--data-dir",
         join(app, "data"),
       ],
-      { cwd: app, env: cleanEnv({ LONGHAUL_LOG_LEVEL: "warn" }), stdio: ["ignore", "pipe", "pipe"] },
+      app,
+      { LONGHAUL_LOG_LEVEL: "warn" },
     );
-    let printed = "";
-    let errors = "";
-    dev.stdout!.on("data", (c: Buffer) => {
-      printed += c.toString("utf8");
-    });
-    dev.stderr!.on("data", (c: Buffer) => {
-      errors += c.toString("utf8");
-    });
     const key = await waitFor(
       () => {
-        if (dev!.exitCode !== null) throw new Error(`longhaul dev exited ${dev!.exitCode}: ${errors}`);
-        return /API key\s+(lh_\S+)/.exec(printed)?.[1];
+        if (dev!.child.exitCode !== null)
+          throw new Error(`longhaul dev exited ${dev!.child.exitCode}: ${dev!.output()}`);
+        return /API key\s+(lh_\S+)/.exec(dev!.output())?.[1];
       },
       30_000,
       "longhaul dev to print its key",
@@ -249,13 +193,7 @@ test("the packed package installs and runs under plain node", { timeout: 10 * 60
     assert.match(await page.text(), /<title>longhaul<\/title>/);
     t.diagnostic(`pack, install and run took ${seconds()}`);
   } finally {
-    if (dev && dev.exitCode === null) {
-      const exited = new Promise((r) => dev!.once("exit", r));
-      dev.kill("SIGTERM");
-      const timer = setTimeout(() => dev!.kill("SIGKILL"), 10_000);
-      await exited;
-      clearTimeout(timer);
-    }
+    await dev?.stop();
     tmp.cleanup();
   }
 });
