@@ -16,6 +16,7 @@ import type { EventStreamsOptions } from "./http/event-streams.ts";
 import { type FetchOptions, fetchHandler } from "./http/fetch.ts";
 import { safeLoggerOptions } from "./http/log-redaction.ts";
 import { parseListen, startMetricsServer } from "./http/metrics-server.ts";
+import { taskDetail } from "./http/serialize.ts";
 import { buildServer } from "./http/server.ts";
 import { validatorCompiler } from "./http/validator.ts";
 import { buildSource, type Source, type SourceConfig } from "./ingress/sources.ts";
@@ -29,10 +30,11 @@ import type { Store } from "./store/store.ts";
 import { CapabilityUrls } from "./tokens/capability-urls.ts";
 import { type Keyring, keyringFromConfig, TOKEN_KEYS_META_KEY, type TokenKey } from "./tokens/keyring.ts";
 import { cancelTask } from "./usecases/cancel-task.ts";
+import { getTask } from "./usecases/get-task.ts";
 import { sendSignal } from "./usecases/send-signal.ts";
 import { submitTask } from "./usecases/submit-task.ts";
 import { SignalBody, type SignalResult } from "./wire/events.ts";
-import { type CancelResult, SubmitBody, type SubmitResult } from "./wire/tasks.ts";
+import { type CancelResult, SubmitBody, type SubmitResult, type TaskDetail } from "./wire/tasks.ts";
 
 export interface LonghaulOptions {
   /** `sqlite:path` or `postgres://…`; ignored when `store` is given. Default `sqlite:.longhaul/longhaul.db`. */
@@ -113,6 +115,8 @@ export type SubmitAnswer = Static<typeof SubmitResult>;
 export type SignalRequest = Static<typeof SignalBody>;
 export type SignalAnswer = Static<typeof SignalResult>;
 export type CancelAnswer = Static<typeof CancelResult>;
+/** `lh.get`'s answer: the body of `GET /v1/tasks/:id`, with its steps, jobs and links. */
+export type TaskAnswer = Static<typeof TaskDetail>;
 
 /** The tenant embedded calls act for when `tenant` is not set and the store holds none. */
 export const DEFAULT_TENANT_ID = "tn_default";
@@ -139,6 +143,12 @@ export interface Longhaul {
   /** Sends a signal as `POST /v1/signals` does. */
   signal(request: SignalRequest): Promise<SignalAnswer>;
   signal(tenantId: string | undefined, request: SignalRequest): Promise<SignalAnswer>;
+  /**
+   * A task as `GET /v1/tasks/:id` answers it: status, output, steps with their jobs, and a
+   * waiting step's callback or approval links. TASK_NOT_FOUND for another tenant's.
+   */
+  get(taskId: string): Promise<TaskAnswer>;
+  get(tenantId: string | undefined, taskId: string): Promise<TaskAnswer>;
   /** Cancels a task as `POST /v1/tasks/:id/cancel` does (TASK_NOT_FOUND for another tenant's). */
   cancel(taskId: string): Promise<CancelAnswer>;
   cancel(tenantId: string | undefined, taskId: string): Promise<CancelAnswer>;
@@ -255,6 +265,8 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     dashboard: opts.dashboard,
     timeouts: opts.httpTimeouts,
     metricsPublic: opts.metrics?.public === true,
+    // A worker node answers its health probe and metrics, not the API (README "Commands").
+    routes: role === "worker" ? "health" : "all",
   });
   let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | null = null;
 
@@ -320,6 +332,16 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
         { tenantId: await tenantFor(tenant), name: body.name, data: body.data, clientId: body.id ?? null },
       );
       return { signal_id: r.id, duplicate: r.duplicate, matched: r.matched };
+    },
+    async get(a: string | undefined, b?: string) {
+      const [tenant, taskId] = args(a, b);
+      if (typeof taskId !== "string" || taskId === "")
+        throw new LonghaulError("VALIDATION_FAILED", "Name the task to read: taskId is empty.");
+      const { detail, decisions } = await getTask(
+        { tasks: store, waits: store },
+        { tenantId: await tenantFor(tenant), taskId },
+      );
+      return taskDetail(detail, { urls, decisions });
     },
     async cancel(a: string | undefined, b?: string) {
       const [tenant, taskId] = args(a, b);

@@ -382,3 +382,41 @@ describe("fetch and the Lambda adapter keep repeated headers and bodies that are
     tmp.cleanup();
   });
 });
+
+test("a worker node answers its health probe and nothing of the API", async () => {
+  const dir = tempDir();
+  const lh = await createLonghaul({
+    databaseUrl: `sqlite:${join(dir.dir, "worker.db")}`,
+    role: "worker",
+    tasks: [doubler],
+    logger: quietLog(),
+  });
+  try {
+    assert.equal((await lh.fetch(new Request("http://node/healthz"))).status, 200);
+    const submit = await lh.fetch(
+      new Request("http://node/v1/tasks", {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: "Bearer lh_anything" },
+        body: JSON.stringify({ type: "double", input: { n: 1 } }),
+      }),
+    );
+    assert.equal(submit.status, 404);
+    assert.equal(
+      (await lh.fetch(new Request("http://node/hooks/any", { method: "POST", body: "{}" }))).status,
+      404,
+    );
+    // The embedded calls still work: the node is a worker, not a closed door.
+    const { task_id } = await lh.submit({ type: "double", input: { n: 2 } });
+    await lh.drain({ maxMs: 5000 });
+    const done = await lh.get(task_id);
+    assert.equal(done.status, "succeeded");
+    assert.deepEqual(done.output, 4);
+    assert.deepEqual(
+      done.steps.map((s) => [s.id, s.status]),
+      [["twice", "succeeded"]],
+    );
+  } finally {
+    await lh.close();
+    dir.cleanup();
+  }
+});

@@ -58,6 +58,11 @@ export interface ServerDeps {
   limits?: Limits | undefined;
   /** `/metrics` on this server without the admin key (the `metrics.public` setting). */
   metricsPublic?: boolean | undefined;
+  /**
+   * `all` (default): every route. `health`: only `/healthz`, `/openapi.json` and `/metrics`, for
+   * a worker node (`serve --role worker`), which an orchestrator probes but no client calls.
+   */
+  routes?: "all" | "health" | undefined;
 }
 
 /** The HTTP API (ARCHITECTURE §7). Slow clients are cut off by header and request timeouts. */
@@ -161,6 +166,7 @@ export function buildServer(d: ServerDeps): FastifyInstance {
     }
   });
 
+  if (d.routes === "health") return app;
   hooksRoutes(app, d.store, d.sources, d.clock, d.metrics);
   callbacksRoutes(app, d);
   approvalsRoutes(app, d);

@@ -6,7 +6,6 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { createLonghaul, simProvider } from "longhaul";
-import { LonghaulClient } from "longhaul/client";
 import { startSimulator } from "longhaul/testing";
 import { signOff, summarize } from "./tasks.js";
 
@@ -17,7 +16,6 @@ mkdirSync(dataDir, { recursive: true });
 // The simulator signs its webhooks with this secret; the `sim` source verifies them with it.
 const simSecret = `whsec_${randomBytes(24).toString("base64")}`;
 const sim = await startSimulator({ port: 0, secret: simSecret });
-const adminKey = randomBytes(24).toString("base64url");
 
 const lh = await createLonghaul({
   databaseUrl: `sqlite:${join(dataDir, "example.db")}`,
@@ -25,12 +23,11 @@ const lh = await createLonghaul({
   providers: [simProvider({ baseUrl: sim.url })],
   sources: { sim: { provider: "sim", scheme: "standard-webhooks", secrets: [simSecret] } },
   tenant: "tn_example",
-  adminKey,
 });
 // The simulator reports back over HTTP, so this process listens (on a free port of the loopback
 // address, which becomes the public URL of the webhooks and the approval links); listen() also
 // starts the worker loop, as lh.start() does alone.
-const url = await lh.listen({ port: 0, host: "127.0.0.1" });
+await lh.listen({ port: 0, host: "127.0.0.1" });
 
 let ok = false;
 try {
@@ -43,25 +40,10 @@ try {
     input: { title: "Publish the Q3 report?", amount: 1200 },
   });
 
-  // Reading a task's detail (where a waiting approval shows its link) is the HTTP API's: a key
-  // for the tenant from the admin routes, and the typed client on lh.fetch, so no request
-  // leaves the process. The key is revoked at the end.
-  const admin = (path: string, method: string) =>
-    lh.fetch(new Request(url + path, { method, headers: { authorization: `Bearer ${adminKey}` } }));
-  const { key_id, api_key } = (await (await admin("/v1/admin/tenants/tn_example/keys", "POST")).json()) as {
-    key_id: string;
-    api_key: string;
-  };
-  const client = new LonghaulClient({
-    baseUrl: url,
-    apiKey: api_key,
-    fetch: (input, init) => lh.fetch(new Request(input, init)),
-  });
-
   // The approval step's link, once the task has suspended on it; a person would open it in a
   // browser (a page with both buttons) or be sent its one-click approve_url.
   const link = await until(async () => {
-    const detail = await client.get(approval.task_id);
+    const detail = await lh.get(approval.task_id);
     return detail.steps.find((s) => s.id === "sign-off" && s.status === "waiting")?.approval_url;
   });
   const decided = await fetch(link, {
@@ -75,13 +57,12 @@ try {
   ok = true;
   for (const { task_id } of [job, approval]) {
     const t = await until(async () => {
-      const detail = await client.get(task_id);
+      const detail = await lh.get(task_id);
       return ended.includes(detail.status) ? detail : undefined;
     });
     console.log(JSON.stringify({ task_id, type: t.type, status: t.status, output: t.output }));
     if (t.status !== "succeeded") ok = false;
   }
-  await admin(`/v1/admin/tenants/tn_example/keys/${key_id}`, "DELETE");
 } catch (err) {
   console.error(err);
 } finally {
