@@ -13,7 +13,7 @@
 // after a warm-up round; each figure is the median of BENCH_ROUNDS (default 3). Each store
 // lives in a temp dir removed at the end. The table is appended to bench/RESULTS.md.
 import { appendFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
@@ -171,7 +171,9 @@ async function main(): Promise<void> {
     };
   });
   const cpu = cpus();
-  const machine = `${cpu[0]?.model.trim() ?? "unknown CPU"} × ${cpu.length}, node ${process.version}, ${process.platform}`;
+  const machine = `${cpu[0]?.model.trim() ?? "unknown CPU"} × ${cpu.length}, node ${process.version}, ${process.platform}, load average ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ")} at the end`;
   const env = [
     process.env.BENCH_JOBS ? `BENCH_JOBS=${JOBS}` : "",
     process.env.BENCH_CONCURRENCY ? `BENCH_CONCURRENCY=${CONCURRENCY}` : "",

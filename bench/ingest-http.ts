@@ -12,9 +12,9 @@
 // The load comes from bench/load-autocannon.mjs, in its own process: 32 connections
 // (BENCH_CONNECTIONS), a 2 s warm-up, then BENCH_SECONDS (default 10) measured, every request
 // a distinct delivery signed by the generator. The same load goes to each server, one after
-// the other. Right after the burst on `--role all`, `/healthz` is loaded for the same time
-// while the worker applies the backlog, and again once the backlog is gone (idle): the API's
-// responsiveness under the worker's load. Every server runs with LONGHAUL_LOG_LEVEL=warn
+// the other. Right after the burst on `--role all`, `/healthz` is loaded for BENCH_HEALTH_SECONDS
+// (default 5, at most BENCH_SECONDS) while the worker applies the backlog, and as long again
+// once the backlog is gone (idle): the API's responsiveness under the worker's load. Every server runs with LONGHAUL_LOG_LEVEL=warn
 // (BENCH_LOG_LEVEL), since the ceiling writes no log line either.
 //
 // Durability (ARCHITECTURE §3.1): once each longhaul server has stopped, every webhook-id the
@@ -26,7 +26,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { cpus, tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
@@ -35,6 +35,8 @@ import { fmt, table } from "./load.ts";
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? "warn";
+/** Short enough that the worker is still applying the backlog when the busy window ends. */
+const HEALTH_SECONDS = Number(process.env.BENCH_HEALTH_SECONDS ?? Math.min(5, SECONDS));
 const SOURCE = "standard-webhooks";
 const WHSEC = `whsec_${randomBytes(24).toString("base64")}`;
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -91,14 +93,14 @@ async function stop(child: ChildProcess): Promise<void> {
 /** Runs the load generator to its end and returns its JSON line. */
 async function load(
   url: string,
-  opts: { sign: boolean; warmup: number; idsOut?: string; idPrefix?: string },
+  opts: { sign: boolean; warmup: number; seconds?: number; idsOut?: string; idPrefix?: string },
 ) {
   const args = [
     here("./load-autocannon.mjs"),
     "--url",
     url,
     "--seconds",
-    String(SECONDS),
+    String(opts.seconds ?? SECONDS),
     "--warmup",
     String(opts.warmup),
     "--connections",
@@ -220,11 +222,11 @@ async function longhaul(role: "api" | "all"): Promise<LonghaulRun> {
     let ingest: Load;
     if (role === "all") {
       // Warm the /healthz route while idle, so that neither health measurement is its first use.
-      await load(`${url}/healthz`, { sign: false, warmup: 0 }).catch(() => undefined);
+      await load(`${url}/healthz`, { sign: false, warmup: 0, seconds: 1 }).catch(() => undefined);
       ingest = await load(`${url}/hooks/${SOURCE}`, { sign: true, warmup: 2, idsOut, idPrefix: role });
       const backlogBefore = backlog(file);
       const t0 = performance.now();
-      const busy = await load(`${url}/healthz`, { sign: false, warmup: 0 });
+      const busy = await load(`${url}/healthz`, { sign: false, warmup: 0, seconds: HEALTH_SECONDS });
       const backlogAfter = backlog(file);
       const limit = Date.now() + 300_000;
       while (backlog(file) > 0) {
@@ -232,7 +234,7 @@ async function longhaul(role: "api" | "all"): Promise<LonghaulRun> {
         await sleep(50);
       }
       const drainS = (performance.now() - t0) / 1000;
-      const idle = await load(`${url}/healthz`, { sign: false, warmup: 0 });
+      const idle = await load(`${url}/healthz`, { sign: false, warmup: 0, seconds: HEALTH_SECONDS });
       health = { busy, idle, backlogBefore, backlogAfter, drainS };
     } else {
       ingest = await load(`${url}/hooks/${SOURCE}`, { sign: true, warmup: 2, idsOut, idPrefix: role });
@@ -309,11 +311,14 @@ async function main(): Promise<void> {
     row("/healthz on --role all, worker applying the backlog", h.busy, h.idle.rps, "idle /healthz"),
   ];
   const cpu = cpus();
-  const machine = `${cpu[0]?.model.trim() ?? "unknown CPU"} × ${cpu.length}, node ${process.version}, ${process.platform}`;
+  const machine = `${cpu[0]?.model.trim() ?? "unknown CPU"} × ${cpu.length}, node ${process.version}, ${process.platform}, load average ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ")} at the end`;
   const env = [
     process.env.BENCH_SECONDS ? `BENCH_SECONDS=${SECONDS}` : "",
     process.env.BENCH_CONNECTIONS ? `BENCH_CONNECTIONS=${CONNECTIONS}` : "",
     process.env.BENCH_LOG_LEVEL ? `BENCH_LOG_LEVEL=${LOG_LEVEL}` : "",
+    process.env.BENCH_HEALTH_SECONDS ? `BENCH_HEALTH_SECONDS=${HEALTH_SECONDS}` : "",
   ]
     .filter(Boolean)
     .join(" ");
@@ -322,7 +327,7 @@ async function main(): Promise<void> {
     `- ${name}: ${d.answered2xx} deliveries answered 2xx, ${d.rows} inbox rows, ${d.missing} answered 2xx without a row` +
     ` (${d.rows - d.answered2xx + d.missing} rows beyond the 2xx: requests in flight when the generator stopped); inbox: ${d.statuses}`;
   const text = [
-    `${CONNECTIONS} connections, 2 s warm-up then ${SECONDS} s measured per server, loopback; each server and the load generator (autocannon) in a process of its own; SQLite WAL synchronous=FULL; LONGHAUL_LOG_LEVEL=${LOG_LEVEL}`,
+    `${CONNECTIONS} connections, 2 s warm-up then ${SECONDS} s measured per server, loopback; each server and the load generator (autocannon) in a process of its own; /healthz windows of ${HEALTH_SECONDS} s; SQLite WAL synchronous=FULL; LONGHAUL_LOG_LEVEL=${LOG_LEVEL}`,
     "",
     table(rows),
     "",
