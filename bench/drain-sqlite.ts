@@ -1,0 +1,206 @@
+// Queue drain on SQLite: BENCH_JOBS (default 20,000) no-op work items through `SqliteStore`'s
+// claim/complete, beside the same loop on a bare better-sqlite3 table with the same durability
+// (WAL, synchronous=FULL) in the same run: the ceiling of what a queue on one SQLite file does.
+//
+// Both are fed with bulk inserts of 500 items per call, then drained with BENCH_CONCURRENCY
+// (default 16) items in flight, from the start of the drain to the queue showing none left.
+// longhaul is drained with the store calls of its worker loop (bench/queue-pg/drain.ts, as in
+// bench/queue-pg.ts: claim up to the free slots, complete each item, expired-lease recovery at
+// most once a second) rather than the whole engine, whose handlers all do real work; group
+// commit puts the completions of one tick in one transaction. The ceiling does the same per
+// round in plain SQL: one transaction claims up to the free slots (UPDATE … RETURNING), one
+// deletes them. Every id is completed exactly once, or the bench fails. Rounds are interleaved
+// after a warm-up round; each figure is the median of BENCH_ROUNDS (default 3). Each store
+// lives in a temp dir removed at the end. The table is appended to bench/RESULTS.md.
+import { appendFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import Database from "better-sqlite3";
+import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
+import type { NewWorkItem } from "../src/store/store.ts";
+import { fmt, table } from "./load.ts";
+import { drain } from "./queue-pg/drain.ts";
+
+const JOBS = Number(process.env.BENCH_JOBS ?? 20_000);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const WARMUP_JOBS = Math.min(1000, JOBS);
+const ENQUEUE_BATCH = 500;
+const LEASE_MS = 30_000;
+const TARGET = 30_000;
+
+const dir = mkdtempSync(join(tmpdir(), "longhaul-drain-sqlite-"));
+process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+
+interface Round {
+  enqueue: number;
+  drain: number;
+}
+
+interface Contender {
+  name: string;
+  round(n: number): Promise<Round>;
+  close(): Promise<void>;
+}
+
+const per = (n: number, t0: number) => n / ((performance.now() - t0) / 1000);
+
+function once(name: string, ids: string[], n: number): void {
+  const seen = new Set(ids);
+  if (ids.length !== n || seen.size !== n) {
+    throw new Error(`${name}: ${ids.length} completions of ${seen.size} distinct items, not ${n} once each`);
+  }
+}
+
+async function longhaul(): Promise<Contender> {
+  const store = new SqliteStore({ path: join(dir, "longhaul.db") });
+  await store.migrate();
+  const pending = () => (store.db.prepare("SELECT count(*) AS n FROM work_items").get() as { n: number }).n;
+  let next = 0;
+  return {
+    name: "longhaul (SqliteStore, worker loop's store calls)",
+    async round(n) {
+      if (pending() !== 0) throw new Error("longhaul: the queue is not empty before a round");
+      let t0 = performance.now();
+      for (let i = 0; i < n; i += ENQUEUE_BATCH) {
+        const items: NewWorkItem[] = [];
+        for (let j = i; j < Math.min(n, i + ENQUEUE_BATCH); j++) {
+          items.push({ kind: "maintenance", tenantId: null, payload: { n: next++ } });
+        }
+        await store.enqueue(items);
+      }
+      const enqueue = per(n, t0);
+      if (pending() !== n) throw new Error(`longhaul: ${pending()} items queued, not ${n}`);
+      t0 = performance.now();
+      const ids = await drain(store, { owner: "bench", concurrency: CONCURRENCY, leaseMs: LEASE_MS });
+      if (pending() !== 0) throw new Error(`longhaul: ${pending()} items left after the drain`);
+      const rate = per(n, t0);
+      once("longhaul", ids, n);
+      return { enqueue, drain: rate };
+    },
+    close: () => store.close(),
+  };
+}
+
+/** The ceiling: one table, the same durability, the same loop shape, nothing else. */
+async function bare(): Promise<Contender> {
+  const db = new Database(join(dir, "bare.db"));
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = FULL");
+  db.exec(`CREATE TABLE q (
+    id INTEGER PRIMARY KEY, payload TEXT NOT NULL, status TEXT NOT NULL,
+    lease_owner TEXT, lease_expires_at INTEGER, run_at INTEGER NOT NULL);
+    CREATE INDEX q_due ON q (status, run_at)`);
+  const insert = db.prepare("INSERT INTO q (payload, status, run_at) VALUES (?, 'pending', ?)");
+  const enqueue = db.transaction((rows: string[]) => {
+    const now = Date.now();
+    for (const p of rows) insert.run(p, now);
+  });
+  const claim = db.transaction(
+    (k: number) =>
+      db
+        .prepare(
+          `UPDATE q SET status = 'leased', lease_owner = 'bench', lease_expires_at = ?
+           WHERE id IN (SELECT id FROM q WHERE status = 'pending' AND run_at <= ? ORDER BY run_at, id LIMIT ?)
+           RETURNING id`,
+        )
+        .all(Date.now() + LEASE_MS, Date.now(), k) as { id: number }[],
+  );
+  const del = db.prepare("DELETE FROM q WHERE id = ? AND lease_owner = 'bench'");
+  const complete = db.transaction((ids: number[]) => {
+    for (const id of ids) del.run(id);
+  });
+  const pending = () => (db.prepare("SELECT count(*) AS n FROM q").get() as { n: number }).n;
+  let next = 0;
+  return {
+    name: "ceiling: bare better-sqlite3 table",
+    async round(n) {
+      if (pending() !== 0) throw new Error("bare: the queue is not empty before a round");
+      let t0 = performance.now();
+      for (let i = 0; i < n; i += ENQUEUE_BATCH) {
+        const rows: string[] = [];
+        for (let j = i; j < Math.min(n, i + ENQUEUE_BATCH); j++) rows.push(JSON.stringify({ n: next++ }));
+        enqueue(rows);
+      }
+      const enq = per(n, t0);
+      t0 = performance.now();
+      const done: string[] = [];
+      for (;;) {
+        const claimed = claim(CONCURRENCY);
+        if (claimed.length === 0) break;
+        // The same async hop per item as a handler, then one commit for the round's completions.
+        await Promise.all(claimed.map(async () => {}));
+        complete(claimed.map((r) => r.id));
+        for (const r of claimed) done.push(String(r.id));
+      }
+      const rate = per(n, t0);
+      if (pending() !== 0) throw new Error(`bare: ${pending()} items left after the drain`);
+      once("bare", done, n);
+      return { enqueue: enq, drain: rate };
+    },
+    async close() {
+      db.close();
+    },
+  };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[(xs.length - 1) >> 1]!;
+
+async function main(): Promise<void> {
+  const contenders = [await bare(), await longhaul()];
+  for (const c of contenders) await c.round(WARMUP_JOBS);
+  const rounds = new Map<string, Round[]>(contenders.map((c) => [c.name, []]));
+  for (let r = 0; r < ROUNDS; r++) {
+    const order = r % 2 === 0 ? contenders : [...contenders].reverse();
+    for (const c of order) rounds.get(c.name)!.push(await c.round(JOBS));
+  }
+  for (const c of contenders) await c.close();
+
+  const ceiling = median(rounds.get(contenders[0]!.name)!.map((r) => r.drain));
+  const rows = contenders.map((c) => {
+    const rs = rounds.get(c.name)!;
+    const drained = median(rs.map((r) => r.drain));
+    return {
+      what: c.name,
+      "enqueue items/s": fmt(median(rs.map((r) => r.enqueue)), 0),
+      "drain items/s": fmt(drained, 0),
+      "drain rounds": rs.map((r) => fmt(r.drain, 0)).join(", "),
+      "vs ceiling": fmt(drained / ceiling, 2),
+      [`vs ${TARGET / 1000}k target`]: fmt(drained / TARGET, 2),
+    };
+  });
+  const cpu = cpus();
+  const machine = `${cpu[0]?.model.trim() ?? "unknown CPU"} × ${cpu.length}, node ${process.version}, ${process.platform}, load average ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ")} at the end`;
+  const env = [
+    process.env.BENCH_JOBS ? `BENCH_JOBS=${JOBS}` : "",
+    process.env.BENCH_CONCURRENCY ? `BENCH_CONCURRENCY=${CONCURRENCY}` : "",
+    process.env.BENCH_ROUNDS ? `BENCH_ROUNDS=${ROUNDS}` : "",
+  ]
+    .filter(Boolean)
+    .join(" ");
+  const command = `${env ? `${env} ` : ""}npm run bench:drain-sqlite`;
+  const text = [
+    `${JOBS} no-op items per round, ${CONCURRENCY} in flight, enqueued 500 per call; SQLite WAL synchronous=FULL; median of ${ROUNDS} interleaved rounds after a warm-up round`,
+    "",
+    table(rows),
+  ].join("\n");
+  console.log(`\n${machine}\n\n${text}`);
+
+  const results = fileURLToPath(new URL("./RESULTS.md", import.meta.url));
+  if (!existsSync(results)) {
+    writeFileSync(
+      results,
+      "# Bench results\n\nEntries appended by the benches that record themselves, newest last. Machines here are\nnoisy: compare the ratios measured within one entry, not absolute numbers across entries.\n",
+    );
+  }
+  appendFileSync(
+    results,
+    `\n## ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC — SQLite queue drain\n\nMachine: ${machine}\n\nCommand: \`${command}\`\n\n${text}\n`,
+  );
+  console.log("\nappended to bench/RESULTS.md");
+}
+
+await main();

@@ -1,0 +1,360 @@
+// Webhook ingest over real HTTP, each side in a process of its own, measured in one run:
+//
+// 1. the ceiling: bench/ceiling/standard-webhooks-server.mjs, a bare node:http server that only
+//    reads the body and checks the Standard Webhooks signature, then answers 200 `{}` or 401;
+// 2. `longhaul serve --role api` (bin/longhaul.mjs, the compiled CLI: run `npm run build`
+//    first) on a fresh SQLite file (WAL, synchronous=FULL), one `standard-webhooks` source for
+//    provider `sim` with the same secret: verify, record in the inbox, enqueue, answer;
+// 3. `longhaul serve --role all` (API and worker in one process, as under `dev`) on another
+//    fresh file: the same, while the worker applies the events as they arrive (they name jobs
+//    that do not exist, so each is kept as unmatched: the worker's whole share of the work).
+//
+// The load comes from bench/load-autocannon.mjs, in its own process: 32 connections
+// (BENCH_CONNECTIONS), a 2 s warm-up, then BENCH_SECONDS (default 10) measured, every request
+// a distinct delivery signed by the generator. The same load goes to each server, one after
+// the other. Right after the burst on `--role all`, `/healthz` is loaded for BENCH_HEALTH_SECONDS
+// (default 5, at most BENCH_SECONDS) while the worker applies the backlog, and as long again
+// once the backlog is gone (idle): the API's responsiveness under the worker's load. Every server runs with LONGHAUL_LOG_LEVEL=warn
+// (BENCH_LOG_LEVEL), since the ceiling writes no log line either.
+//
+// Durability (ARCHITECTURE §3.1): once each longhaul server has stopped, every webhook-id the
+// generator saw answered 2xx must be a row of the inbox; rows beyond those are requests still
+// in flight when the generator stopped (at most one per connection and run).
+//
+// The table goes to stdout and is appended to bench/RESULTS.md with the machine and the command.
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { cpus, loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import Database from "better-sqlite3";
+import { fmt, table } from "./load.ts";
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? "warn";
+/** Short enough that the worker is still applying the backlog when the busy window ends. */
+const HEALTH_SECONDS = Number(process.env.BENCH_HEALTH_SECONDS ?? Math.min(5, SECONDS));
+const SOURCE = "standard-webhooks";
+const WHSEC = `whsec_${randomBytes(24).toString("base64")}`;
+const root = fileURLToPath(new URL("..", import.meta.url));
+const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Load {
+  rps: number;
+  p50_ms: number;
+  p99_ms: number;
+  requests: number;
+  ok: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  warmup: { ok: number; non2xx: number } | null;
+  ok_ids?: number;
+}
+
+const children = new Set<ChildProcess>();
+const dirs: string[] = [];
+
+/** Starts a child process; its output is kept (the last 8 KiB) for an error message. */
+function start(args: string[], env: NodeJS.ProcessEnv = {}): { child: ChildProcess; output: () => string } {
+  const child = spawn(process.execPath, args, {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.add(child);
+  child.on("exit", () => children.delete(child));
+  let out = "";
+  const keep = (b: Buffer) => {
+    out = (out + b.toString()).slice(-8192);
+  };
+  child.stdout!.on("data", keep);
+  child.stderr!.on("data", keep);
+  return { child, output: () => out };
+}
+
+function exited(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
+  return new Promise((resolve) => child.once("exit", (code) => resolve(code)));
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  const done = exited(child);
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
+  await done;
+  clearTimeout(timer);
+}
+
+/** Runs the load generator to its end and returns its JSON line. */
+async function load(
+  url: string,
+  opts: { sign: boolean; warmup: number; seconds?: number; idsOut?: string; idPrefix?: string },
+) {
+  const args = [
+    here("./load-autocannon.mjs"),
+    "--url",
+    url,
+    "--seconds",
+    String(opts.seconds ?? SECONDS),
+    "--warmup",
+    String(opts.warmup),
+    "--connections",
+    String(CONNECTIONS),
+  ];
+  if (opts.sign) args.push("--sign");
+  if (opts.idsOut) args.push("--ids-out", opts.idsOut);
+  if (opts.idPrefix) args.push("--id-prefix", opts.idPrefix);
+  const { child, output } = start(args, { BENCH_WHSEC: WHSEC });
+  const code = await exited(child);
+  const last = output().trim().split("\n").at(-1) ?? "";
+  if (code !== 0 || !last.startsWith("{"))
+    throw new Error(`the load generator failed (${code}):\n${output()}`);
+  return JSON.parse(last) as Load;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitHealthy(url: string, child: ChildProcess, output: () => string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`the server exited (${child.exitCode}):\n${output()}`);
+    const ok = await fetch(`${url}/healthz`)
+      .then((r) => r.ok)
+      .catch(() => false);
+    if (ok) return;
+    await sleep(100);
+  }
+  throw new Error(`the server did not answer /healthz within 30 s:\n${output()}`);
+}
+
+async function ceiling(): Promise<Load> {
+  const { child, output } = start([here("./ceiling/standard-webhooks-server.mjs")], { BENCH_WHSEC: WHSEC });
+  const deadline = Date.now() + 10_000;
+  while (!output().includes("\n") && Date.now() < deadline) await sleep(20);
+  const { url } = JSON.parse(output().split("\n")[0]!) as { url: string };
+  try {
+    return await load(`${url}/hooks/${SOURCE}`, { sign: true, warmup: 2, idPrefix: "ceiling" });
+  } finally {
+    await stop(child);
+  }
+}
+
+interface Durability {
+  answered2xx: number;
+  rows: number;
+  missing: number;
+  statuses: string;
+}
+
+interface LonghaulRun {
+  ingest: Load;
+  durability: Durability;
+  health?: { busy: Load; idle: Load; backlogBefore: number; backlogAfter: number; drainS: number };
+}
+
+/** The events recorded and not yet applied: the worker's backlog (`apply_event` items). */
+function backlog(file: string): number {
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  try {
+    return (
+      db.prepare("SELECT count(*) AS n FROM work_items WHERE kind = 'apply_event'").get() as { n: number }
+    ).n;
+  } finally {
+    db.close();
+  }
+}
+
+async function longhaul(role: "api" | "all"): Promise<LonghaulRun> {
+  const dir = mkdtempSync(join(tmpdir(), "longhaul-ingest-http-"));
+  dirs.push(dir);
+  const config = join(dir, "longhaul.config.json");
+  writeFileSync(
+    config,
+    JSON.stringify({
+      sources: { [SOURCE]: { provider: "sim", secrets: [WHSEC] } },
+      // The worker parses each event with its provider; nothing is ever sent to this address.
+      providers: { sim: { base_url: "http://127.0.0.1:9" } },
+      // Every delivery comes from one address: the limiter would refuse most of them.
+      limits: { hooks_per_min: 0 },
+    }),
+  );
+  const file = join(dir, "l.db");
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const { child, output } = start(
+    [
+      "bin/longhaul.mjs",
+      "serve",
+      "--role",
+      role,
+      "--config",
+      config,
+      "--port",
+      String(port),
+      "--host",
+      "127.0.0.1",
+    ],
+    {
+      LONGHAUL_DATABASE_URL: `sqlite:${file}`,
+      LONGHAUL_SECRET_KEY: randomBytes(32).toString("base64"),
+      LONGHAUL_LOG_LEVEL: LOG_LEVEL,
+    },
+  );
+  const idsOut = join(dir, "ok-ids.txt");
+  let run: LonghaulRun;
+  try {
+    await waitHealthy(url, child, output);
+    let health: LonghaulRun["health"];
+    let ingest: Load;
+    if (role === "all") {
+      // Warm the /healthz route while idle, so that neither health measurement is its first use.
+      await load(`${url}/healthz`, { sign: false, warmup: 0, seconds: 1 }).catch(() => undefined);
+      ingest = await load(`${url}/hooks/${SOURCE}`, { sign: true, warmup: 2, idsOut, idPrefix: role });
+      const backlogBefore = backlog(file);
+      const t0 = performance.now();
+      const busy = await load(`${url}/healthz`, { sign: false, warmup: 0, seconds: HEALTH_SECONDS });
+      const backlogAfter = backlog(file);
+      const limit = Date.now() + 300_000;
+      while (backlog(file) > 0) {
+        if (Date.now() > limit) throw new Error("the worker did not apply the backlog within 5 minutes");
+        await sleep(50);
+      }
+      const drainS = (performance.now() - t0) / 1000;
+      const idle = await load(`${url}/healthz`, { sign: false, warmup: 0, seconds: HEALTH_SECONDS });
+      health = { busy, idle, backlogBefore, backlogAfter, drainS };
+    } else {
+      ingest = await load(`${url}/hooks/${SOURCE}`, { sign: true, warmup: 2, idsOut, idPrefix: role });
+    }
+    await stop(child);
+    run = { ingest, durability: durability(file, idsOut), ...(health ? { health } : {}) };
+  } finally {
+    if (children.has(child)) await stop(child);
+  }
+  return run;
+}
+
+/** After the server has stopped: every id answered 2xx must be an inbox row. */
+function durability(file: string, idsOut: string): Durability {
+  const ids = existsSync(idsOut) ? readFileSync(idsOut, "utf8").split("\n").filter(Boolean) : [];
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  try {
+    const stored = new Set(
+      (
+        db.prepare("SELECT event_id FROM inbox_events WHERE source = ?").all(SOURCE) as { event_id: string }[]
+      ).map((r) => r.event_id),
+    );
+    const statuses = (
+      db.prepare("SELECT status, count(*) AS n FROM inbox_events GROUP BY status ORDER BY status").all() as {
+        status: string;
+        n: number;
+      }[]
+    )
+      .map((r) => `${r.status} ${r.n}`)
+      .join(", ");
+    return {
+      answered2xx: ids.length,
+      rows: stored.size,
+      missing: ids.filter((id) => !stored.has(id)).length,
+      statuses,
+    };
+  } finally {
+    db.close();
+  }
+}
+
+async function cleanup(): Promise<void> {
+  for (const child of children) child.kill("SIGKILL");
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+}
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+
+async function main(): Promise<void> {
+  if (!existsSync(join(root, "dist/cli/main.js")))
+    throw new Error("Run `npm run build` first: serve runs dist/.");
+  const top = await ceiling();
+  const api = await longhaul("api");
+  const all = await longhaul("all");
+  const h = all.health!;
+
+  const row = (what: string, r: Load, base: number | null, of: string) => ({
+    what,
+    "req/s": fmt(r.rps, 0),
+    "p50 ms": fmt(r.p50_ms, 0),
+    "p99 ms": fmt(r.p99_ms, 0),
+    "non-2xx, errors": r.non2xx + r.errors + r.timeouts,
+    ratio: base === null ? "1.00" : fmt(r.rps / base, 2),
+    of,
+  });
+  const rows = [
+    row("ceiling: bare node:http, signature check only", top, null, "–"),
+    row("longhaul serve --role api (verify, record, enqueue)", api.ingest, top.rps, "ceiling"),
+    row("longhaul serve --role all (the same, worker applying)", all.ingest, top.rps, "ceiling"),
+    row("/healthz on --role all, idle", h.idle, null, "–"),
+    row("/healthz on --role all, worker applying the backlog", h.busy, h.idle.rps, "idle /healthz"),
+  ];
+  const cpu = cpus();
+  const machine = `${cpu[0]?.model.trim() ?? "unknown CPU"} × ${cpu.length}, node ${process.version}, ${process.platform}, load average ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ")} at the end`;
+  const env = [
+    process.env.BENCH_SECONDS ? `BENCH_SECONDS=${SECONDS}` : "",
+    process.env.BENCH_CONNECTIONS ? `BENCH_CONNECTIONS=${CONNECTIONS}` : "",
+    process.env.BENCH_LOG_LEVEL ? `BENCH_LOG_LEVEL=${LOG_LEVEL}` : "",
+    process.env.BENCH_HEALTH_SECONDS ? `BENCH_HEALTH_SECONDS=${HEALTH_SECONDS}` : "",
+  ]
+    .filter(Boolean)
+    .join(" ");
+  const command = `${env ? `${env} ` : ""}npm run bench:ingest-http`;
+  const dur = (name: string, d: Durability) =>
+    `- ${name}: ${d.answered2xx} deliveries answered 2xx, ${d.rows} inbox rows, ${d.missing} answered 2xx without a row` +
+    ` (${d.rows - d.answered2xx + d.missing} rows beyond the 2xx: requests in flight when the generator stopped); inbox: ${d.statuses}`;
+  const text = [
+    `${CONNECTIONS} connections, 2 s warm-up then ${SECONDS} s measured per server, loopback; each server and the load generator (autocannon) in a process of its own; /healthz windows of ${HEALTH_SECONDS} s; SQLite WAL synchronous=FULL; LONGHAUL_LOG_LEVEL=${LOG_LEVEL}`,
+    "",
+    table(rows),
+    "",
+    "Durability (ARCHITECTURE §3.1), checked once each server had stopped:",
+    dur("--role api", api.durability),
+    dur("--role all", all.durability),
+    "",
+    `Backlog on --role all: ${h.backlogBefore} queue items when the burst ended, ${h.backlogAfter} when the busy /healthz window ended, all applied ${fmt(h.drainS, 1)} s after the burst.${h.backlogAfter === 0 ? " The backlog was gone before the busy window ended, so that row mixes busy and idle time." : ""}`,
+  ].join("\n");
+  console.log(`\n${machine}\n\n${text}`);
+
+  const results = here("./RESULTS.md");
+  if (!existsSync(results)) {
+    writeFileSync(
+      results,
+      "# Bench results\n\nEntries appended by the benches that record themselves, newest last. Machines here are\nnoisy: compare the ratios measured within one entry, not absolute numbers across entries.\n",
+    );
+  }
+  appendFileSync(
+    results,
+    `\n## ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC — webhook ingest over HTTP\n\nMachine: ${machine}\n\nCommand: \`${command}\`\n\n${text}\n`,
+  );
+  console.log("\nappended to bench/RESULTS.md");
+}
+
+try {
+  await main();
+} finally {
+  await cleanup();
+}
