@@ -6,7 +6,16 @@ import { test } from "node:test";
 import { parse } from "yaml";
 import { freePort, sleep, tempDir, waitFor } from "./helpers.ts";
 import { dropSchemas, freshSchemaName, pgAvailableOrReport, pgUnreachable, pgUrl } from "./pg-env.ts";
-import { installOrSkip, node, packTarball, ROOT, type Running, startNode, tarballKb } from "./tarball.ts";
+import {
+  installOrSkip,
+  jsonApi,
+  node,
+  packTarball,
+  ROOT,
+  type Running,
+  startNode,
+  tarballKb,
+} from "./tarball.ts";
 
 // The deployment of the Dockerfile and compose.yaml, run the same way on this machine (no
 // container engine runs here, so the image itself is not built): the tarball installed with
@@ -221,14 +230,7 @@ if (pgAvailableOrReport(unreachable, "the compose deployment on PostgreSQL")) {
       });
       assert.equal(created.status, 201, await created.clone().text());
       const { api_key: key } = (await created.json()) as { api_key: string };
-      const call = async (path: string, body?: unknown) => {
-        const r = await fetch(api + path, {
-          method: body === undefined ? "GET" : "POST",
-          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        });
-        return { status: r.status, body: (await r.json()) as any };
-      };
+      const call = jsonApi(api, key);
 
       // `graph` is what serve registers without a config; a sleep node needs a worker to end.
       const ids: string[] = [];

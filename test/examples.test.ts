@@ -4,7 +4,9 @@ import { basename, join, relative } from "node:path";
 import { test } from "node:test";
 import { freePort, tempDir, waitFor } from "./helpers.ts";
 import {
+  devKeyOf,
   installOrSkip,
+  jsonApi,
   node,
   npm,
   packTarball,
@@ -119,24 +121,9 @@ test("the examples run on the packed package", { timeout: 15 * 60_000 }, async (
         devConfig,
         { LONGHAUL_LOG_LEVEL: "warn" },
       );
-      const key = await waitFor(
-        () => {
-          if (dev!.child.exitCode !== null)
-            throw new Error(`longhaul dev exited ${dev!.child.exitCode}: ${dev!.output()}`);
-          return /API key\s+(lh_\S+)/.exec(dev!.output())?.[1];
-        },
-        30_000,
-        "longhaul dev to print its key",
-      );
+      const key = await devKeyOf(dev!);
       const base = `http://127.0.0.1:${port}`;
-      const api = async (path: string, body?: unknown) => {
-        const r = await fetch(base + path, {
-          method: body === undefined ? "GET" : "POST",
-          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        });
-        return { status: r.status, body: (await r.json()) as any };
-      };
+      const api = jsonApi(base, key);
       const job = await api("/v1/tasks", {
         type: "example.summarize",
         input: { document: "Revenue grew. Costs stayed flat." },

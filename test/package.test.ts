@@ -3,6 +3,8 @@ import { basename, join } from "node:path";
 import { test } from "node:test";
 import { freePort, tempDir, waitFor } from "./helpers.ts";
 import {
+  devKeyOf,
+  jsonApi,
   node,
   packageVersion,
   packTarball,
@@ -156,24 +158,9 @@ test("the packed package installs and runs under plain node", { timeout: 10 * 60
       app,
       { LONGHAUL_LOG_LEVEL: "warn" },
     );
-    const key = await waitFor(
-      () => {
-        if (dev!.child.exitCode !== null)
-          throw new Error(`longhaul dev exited ${dev!.child.exitCode}: ${dev!.output()}`);
-        return /API key\s+(lh_\S+)/.exec(dev!.output())?.[1];
-      },
-      30_000,
-      "longhaul dev to print its key",
-    );
+    const key = await devKeyOf(dev!);
     const base = `http://127.0.0.1:${port}`;
-    const api = async (path: string, body?: unknown) => {
-      const r = await fetch(base + path, {
-        method: body === undefined ? "GET" : "POST",
-        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
-      return { status: r.status, body: (await r.json()) as any };
-    };
+    const api = jsonApi(base, key);
     const submitted = await api("/v1/tasks", { type: "app.hello", input: { name: "package" } });
     assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
     const done = await waitFor(

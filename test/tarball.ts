@@ -12,6 +12,7 @@ import {
 import { join, relative } from "node:path";
 import type { TestContext } from "node:test";
 import { promisify } from "node:util";
+import { waitFor } from "./helpers.ts";
 
 // The package as people install it, shared by the tests of the published package
 // (package.test.ts), the examples (examples.test.ts) and the deployment (deploy.test.ts):
@@ -144,5 +145,30 @@ export function startNode(args: string[], cwd: string, env: Record<string, strin
       clearTimeout(timer);
       return code;
     },
+  };
+}
+
+/** The development key `longhaul dev` prints, once it has; throws if the process ended first. */
+export function devKeyOf(dev: Running): Promise<string> {
+  return waitFor(
+    () => {
+      if (dev.child.exitCode !== null)
+        throw new Error(`longhaul dev exited ${dev.child.exitCode}: ${dev.output()}`);
+      return /API key\s+(lh_\S+)/.exec(dev.output())?.[1];
+    },
+    30_000,
+    "longhaul dev to print its key",
+  );
+}
+
+/** JSON calls to a deployment's API with a tenant key: GET without a body, POST with one. */
+export function jsonApi(base: string, key: string) {
+  return async (path: string, body?: unknown): Promise<{ status: number; body: any }> => {
+    const r = await fetch(base + path, {
+      method: body === undefined ? "GET" : "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    return { status: r.status, body: (await r.json()) as any };
   };
 }
