@@ -13,13 +13,13 @@
 // after a warm-up round; each figure is the median of BENCH_ROUNDS (default 3). Each store
 // lives in a temp dir removed at the end. The table is appended to bench/RESULTS.md.
 import { appendFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, loadavg, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
 import type { NewWorkItem } from "../src/store/store.ts";
-import { fmt, table } from "./load.ts";
+import { commandLine, fmt, machineLine, table } from "./load.ts";
 import { drain } from "./queue-pg/drain.ts";
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 20_000);
@@ -170,18 +170,8 @@ async function main(): Promise<void> {
       [`vs ${TARGET / 1000}k target`]: fmt(drained / TARGET, 2),
     };
   });
-  const cpu = cpus();
-  const machine = `${cpu[0]?.model.trim() ?? "unknown CPU"} × ${cpu.length}, node ${process.version}, ${process.platform}, load average ${loadavg()
-    .map((l) => l.toFixed(1))
-    .join(" ")} at the end`;
-  const env = [
-    process.env.BENCH_JOBS ? `BENCH_JOBS=${JOBS}` : "",
-    process.env.BENCH_CONCURRENCY ? `BENCH_CONCURRENCY=${CONCURRENCY}` : "",
-    process.env.BENCH_ROUNDS ? `BENCH_ROUNDS=${ROUNDS}` : "",
-  ]
-    .filter(Boolean)
-    .join(" ");
-  const command = `${env ? `${env} ` : ""}npm run bench:drain-sqlite`;
+  const machine = machineLine();
+  const command = commandLine("bench:drain-sqlite", ["BENCH_JOBS", "BENCH_CONCURRENCY", "BENCH_ROUNDS"]);
   const text = [
     `${JOBS} no-op items per round, ${CONCURRENCY} in flight, enqueued 500 per call; SQLite WAL synchronous=FULL; median of ${ROUNDS} interleaved rounds after a warm-up round`,
     "",

@@ -26,11 +26,11 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { cpus, loadavg, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
-import { fmt, table } from "./load.ts";
+import { commandLine, fmt, machineLine, table } from "./load.ts";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -310,19 +310,13 @@ async function main(): Promise<void> {
     row("/healthz on --role all, idle", h.idle, null, "–"),
     row("/healthz on --role all, worker applying the backlog", h.busy, h.idle.rps, "idle /healthz"),
   ];
-  const cpu = cpus();
-  const machine = `${cpu[0]?.model.trim() ?? "unknown CPU"} × ${cpu.length}, node ${process.version}, ${process.platform}, load average ${loadavg()
-    .map((l) => l.toFixed(1))
-    .join(" ")} at the end`;
-  const env = [
-    process.env.BENCH_SECONDS ? `BENCH_SECONDS=${SECONDS}` : "",
-    process.env.BENCH_CONNECTIONS ? `BENCH_CONNECTIONS=${CONNECTIONS}` : "",
-    process.env.BENCH_LOG_LEVEL ? `BENCH_LOG_LEVEL=${LOG_LEVEL}` : "",
-    process.env.BENCH_HEALTH_SECONDS ? `BENCH_HEALTH_SECONDS=${HEALTH_SECONDS}` : "",
-  ]
-    .filter(Boolean)
-    .join(" ");
-  const command = `${env ? `${env} ` : ""}npm run bench:ingest-http`;
+  const machine = machineLine();
+  const command = commandLine("bench:ingest-http", [
+    "BENCH_SECONDS",
+    "BENCH_CONNECTIONS",
+    "BENCH_LOG_LEVEL",
+    "BENCH_HEALTH_SECONDS",
+  ]);
   const dur = (name: string, d: Durability) =>
     `- ${name}: ${d.answered2xx} deliveries answered 2xx, ${d.rows} inbox rows, ${d.missing} answered 2xx without a row` +
     ` (${d.rows - d.answered2xx + d.missing} rows beyond the 2xx: requests in flight when the generator stopped); inbox: ${d.statuses}`;

@@ -1,3 +1,5 @@
+import { cpus, loadavg } from "node:os";
+
 /** A bounded closed-loop load generator: `total` requests, `concurrency` at a time, loopback only. */
 export interface LoadResult {
   requests: number;
@@ -45,3 +47,18 @@ export function table(rows: Record<string, string | number>[]): string {
 }
 
 export const fmt = (n: number, digits = 1) => n.toFixed(digits);
+
+/** The machine a result was measured on, for bench/RESULTS.md: CPU, count, node, load average. */
+export function machineLine(): string {
+  const cpu = cpus();
+  const load = loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ");
+  return `${cpu[0]?.model.trim() ?? "unknown CPU"} × ${cpu.length}, node ${process.version}, ${process.platform}, load average ${load} at the end`;
+}
+
+/** The command that reproduces a run: the npm script with the BENCH_ variables that were set. */
+export function commandLine(script: string, vars: readonly string[]): string {
+  const set = vars.filter((v) => process.env[v]).map((v) => `${v}=${process.env[v]}`);
+  return [...set, `npm run ${script}`].join(" ");
+}
