@@ -12,14 +12,13 @@
 // deletes them. Every id is completed exactly once, or the bench fails. Rounds are interleaved
 // after a warm-up round; each figure is the median of BENCH_ROUNDS (default 3). Each store
 // lives in a temp dir removed at the end. The table is appended to bench/RESULTS.md.
-import { appendFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
 import type { NewWorkItem } from "../src/store/store.ts";
-import { commandLine, fmt, machineLine, table } from "./load.ts";
+import { commandLine, fmt, machineLine, recordResult, table } from "./load.ts";
 import { drain } from "./queue-pg/drain.ts";
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 20_000);
@@ -177,20 +176,7 @@ async function main(): Promise<void> {
     "",
     table(rows),
   ].join("\n");
-  console.log(`\n${machine}\n\n${text}`);
-
-  const results = fileURLToPath(new URL("./RESULTS.md", import.meta.url));
-  if (!existsSync(results)) {
-    writeFileSync(
-      results,
-      "# Bench results\n\nEntries appended by the benches that record themselves, newest last. Machines here are\nnoisy: compare the ratios measured within one entry, not absolute numbers across entries.\n",
-    );
-  }
-  appendFileSync(
-    results,
-    `\n## ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC — SQLite queue drain\n\nMachine: ${machine}\n\nCommand: \`${command}\`\n\n${text}\n`,
-  );
-  console.log("\nappended to bench/RESULTS.md");
+  recordResult("SQLite queue drain", machine, command, text);
 }
 
 await main();

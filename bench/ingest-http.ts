@@ -24,13 +24,13 @@
 // The table goes to stdout and is appended to bench/RESULTS.md with the machine and the command.
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
-import { commandLine, fmt, machineLine, table } from "./load.ts";
+import { exited, freePort, serveArgs, stopChild } from "./children.ts";
+import { commandLine, fmt, machineLine, recordResult, table } from "./load.ts";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -77,19 +77,6 @@ function start(args: string[], env: NodeJS.ProcessEnv = {}): { child: ChildProce
   return { child, output: () => out };
 }
 
-function exited(child: ChildProcess): Promise<number | null> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
-  return new Promise((resolve) => child.once("exit", (code) => resolve(code)));
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  const done = exited(child);
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
-  await done;
-  clearTimeout(timer);
-}
-
 /** Runs the load generator to its end and returns its JSON line. */
 async function load(
   url: string,
@@ -117,17 +104,6 @@ async function load(
   return JSON.parse(last) as Load;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 async function waitHealthy(url: string, child: ChildProcess, output: () => string): Promise<void> {
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
@@ -149,7 +125,7 @@ async function ceiling(): Promise<Load> {
   try {
     return await load(`${url}/hooks/${SOURCE}`, { sign: true, warmup: 2, idPrefix: "ceiling" });
   } finally {
-    await stop(child);
+    await stopChild(child);
   }
 }
 
@@ -195,25 +171,11 @@ async function longhaul(role: "api" | "all"): Promise<LonghaulRun> {
   const file = join(dir, "l.db");
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const { child, output } = start(
-    [
-      "bin/longhaul.mjs",
-      "serve",
-      "--role",
-      role,
-      "--config",
-      config,
-      "--port",
-      String(port),
-      "--host",
-      "127.0.0.1",
-    ],
-    {
-      LONGHAUL_DATABASE_URL: `sqlite:${file}`,
-      LONGHAUL_SECRET_KEY: randomBytes(32).toString("base64"),
-      LONGHAUL_LOG_LEVEL: LOG_LEVEL,
-    },
-  );
+  const { child, output } = start(["bin/longhaul.mjs", ...serveArgs(role, config, port)], {
+    LONGHAUL_DATABASE_URL: `sqlite:${file}`,
+    LONGHAUL_SECRET_KEY: randomBytes(32).toString("base64"),
+    LONGHAUL_LOG_LEVEL: LOG_LEVEL,
+  });
   const idsOut = join(dir, "ok-ids.txt");
   let run: LonghaulRun;
   try {
@@ -239,10 +201,10 @@ async function longhaul(role: "api" | "all"): Promise<LonghaulRun> {
     } else {
       ingest = await load(`${url}/hooks/${SOURCE}`, { sign: true, warmup: 2, idsOut, idPrefix: role });
     }
-    await stop(child);
+    await stopChild(child);
     run = { ingest, durability: durability(file, idsOut), ...(health ? { health } : {}) };
   } finally {
-    if (children.has(child)) await stop(child);
+    if (children.has(child)) await stopChild(child);
   }
   return run;
 }
@@ -331,20 +293,7 @@ async function main(): Promise<void> {
     "",
     `Backlog on --role all: ${h.backlogBefore} queue items when the burst ended, ${h.backlogAfter} when the busy /healthz window ended, all applied ${fmt(h.drainS, 1)} s after the burst.${h.backlogAfter === 0 ? " The backlog was gone before the busy window ended, so that row mixes busy and idle time." : ""}`,
   ].join("\n");
-  console.log(`\n${machine}\n\n${text}`);
-
-  const results = here("./RESULTS.md");
-  if (!existsSync(results)) {
-    writeFileSync(
-      results,
-      "# Bench results\n\nEntries appended by the benches that record themselves, newest last. Machines here are\nnoisy: compare the ratios measured within one entry, not absolute numbers across entries.\n",
-    );
-  }
-  appendFileSync(
-    results,
-    `\n## ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC — webhook ingest over HTTP\n\nMachine: ${machine}\n\nCommand: \`${command}\`\n\n${text}\n`,
-  );
-  console.log("\nappended to bench/RESULTS.md");
+  recordResult("webhook ingest over HTTP", machine, command, text);
 }
 
 try {

@@ -1,4 +1,6 @@
+import { appendFileSync, existsSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
+import { fileURLToPath } from "node:url";
 
 /** A bounded closed-loop load generator: `total` requests, `concurrency` at a time, loopback only. */
 export interface LoadResult {
@@ -61,4 +63,25 @@ export function machineLine(): string {
 export function commandLine(script: string, vars: readonly string[]): string {
   const set = vars.filter((v) => process.env[v]).map((v) => `${v}=${process.env[v]}`);
   return [...set, `npm run ${script}`].join(" ");
+}
+
+/**
+ * Prints a run's table and appends it to bench/RESULTS.md under `title`, with the date, the
+ * machine and the command that reproduces it.
+ */
+export function recordResult(title: string, machine: string, command: string, text: string): void {
+  console.log(`\n${machine}\n\n${text}`);
+  const results = fileURLToPath(new URL("./RESULTS.md", import.meta.url));
+  if (!existsSync(results)) {
+    writeFileSync(
+      results,
+      "# Bench results\n\nEntries appended by the benches that record themselves, newest last. Machines here are\nnoisy: compare the ratios measured within one entry, not absolute numbers across entries.\n",
+    );
+  }
+  const at = new Date().toISOString().slice(0, 16).replace("T", " ");
+  appendFileSync(
+    results,
+    `\n## ${at} UTC — ${title}\n\nMachine: ${machine}\n\nCommand: \`${command}\`\n\n${text}\n`,
+  );
+  console.log("\nappended to bench/RESULTS.md");
 }

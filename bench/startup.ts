@@ -23,14 +23,14 @@
 // The table goes to stdout and is appended to bench/RESULTS.md with the machine and the command.
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
-import { commandLine, fmt, machineLine } from "./load.ts";
+import { freePort, serveArgs, stopChild } from "./children.ts";
+import { commandLine, fmt, machineLine, recordResult } from "./load.ts";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 10);
 const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 5);
@@ -42,7 +42,7 @@ const PG_URL_SET = process.env.LONGHAUL_BENCH_POSTGRES_URL ?? process.env.BENCH_
 const PG_URL =
   PG_URL_SET ?? process.env.LONGHAUL_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const root = fileURLToPath(new URL("..", import.meta.url));
-const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
+const _here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The ceiling: node:http answering /healthz as longhaul does, without a store behind it. */
@@ -71,17 +71,6 @@ let scratch: string | undefined;
 let admin: pg.Pool | undefined;
 const schemas = new Set<string>();
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 /** One GET /healthz on a new connection: its status and when its status line arrived, or null. */
 function probe(port: number): Promise<{ status: number; at: number } | null> {
   return new Promise((resolve) => {
@@ -102,15 +91,6 @@ function probe(port: number): Promise<{ status: number; at: number } | null> {
     });
     req.end();
   });
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const done = new Promise((resolve) => child.once("exit", resolve));
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-  await done;
-  clearTimeout(timer);
 }
 
 /** Spawns one start and returns the milliseconds from spawn() to the first 200 of /healthz. */
@@ -148,7 +128,7 @@ async function once(series: Series, run: string): Promise<number> {
       if (wait > 0) await sleep(wait);
     }
   } finally {
-    await stop(child);
+    await stopChild(child);
     await after?.();
   }
 }
@@ -169,18 +149,6 @@ function sqlite(run: string): { config: string; env: NodeJS.ProcessEnv; after: (
     after: async () => rmSync(dir, { recursive: true, force: true }),
   };
 }
-
-const serveArgs = (role: string, config: string, port: number) => [
-  "serve",
-  "--role",
-  role,
-  "--config",
-  config,
-  "--port",
-  String(port),
-  "--host",
-  "127.0.0.1",
-];
 
 function compiled(role: "api" | "all"): Series {
   return {
@@ -345,20 +313,7 @@ async function main(): Promise<void> {
     aligned(rows),
     ...(skipped ? ["", skipped] : []),
   ].join("\n");
-  console.log(`\n${machine}\n\n${text}`);
-
-  const results = here("./RESULTS.md");
-  if (!existsSync(results)) {
-    writeFileSync(
-      results,
-      "# Bench results\n\nEntries appended by the benches that record themselves, newest last. Machines here are\nnoisy: compare the ratios measured within one entry, not absolute numbers across entries.\n",
-    );
-  }
-  appendFileSync(
-    results,
-    `\n## ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC — startup: serve to the first /healthz 200\n\nMachine: ${machine}\n\nCommand: \`${command}\`\n\n${text}\n`,
-  );
-  console.log("\nappended to bench/RESULTS.md");
+  recordResult("startup: serve to the first /healthz 200", machine, command, text);
 }
 
 try {
