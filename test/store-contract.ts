@@ -45,6 +45,8 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
       const { task, created } = await submit(store, tenant.id);
       assert.equal(created, true);
       assert.equal(task.status, "pending");
+      assert.equal(await store.taskStatus(task.id), "pending");
+      assert.equal(await store.taskStatus("t_missing"), null);
       const events = await store.taskEvents(tenant.id, 0, 10);
       assert.deepEqual(
         events.map((e) => e.type),

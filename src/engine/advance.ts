@@ -80,7 +80,7 @@ const CANCEL_CHECK_MS = 1000;
 
 /**
  * The `signal` of a run: aborted when the task is found canceled. While the function runs,
- * the task's status is read from the store every second (a cancel may come through any node,
+ * the task's status alone is read from the store every second (a cancel may come through any node,
  * so a read of the store is what sees it everywhere); most runs end before the first read.
  */
 function watchForCancel(d: EngineDeps, taskId: string): { signal: AbortSignal; stop: () => void } {
@@ -90,9 +90,9 @@ function watchForCancel(d: EngineDeps, taskId: string): { signal: AbortSignal; s
     if (checking) return;
     checking = true;
     d.store
-      .loadForAdvance(taskId)
-      .then((loaded) => {
-        if (loaded?.task.status === "canceled") {
+      .taskStatus(taskId)
+      .then((status) => {
+        if (status === "canceled") {
           clearInterval(timer);
           ac.abort(new LonghaulError("TASK_CANCELED", "The task was canceled."));
         }

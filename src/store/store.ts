@@ -66,6 +66,8 @@ export interface TaskStore {
   cancelTask(tenantId: string, taskId: string): Promise<TaskRow>;
   /** What an advance needs: the task and its step history, or null if it is gone. */
   loadForAdvance(taskId: string): Promise<{ task: TaskRow; history: StoredStep[] } | null>;
+  /** A task's status alone (null if there is none): what a running task function polls for a cancel. */
+  taskStatus(taskId: string): Promise<TaskStatus | null>;
   /**
    * Marks a non-terminal task running (first run or resume). `ended`: the task has ended and
    * the item is completed. `parked`: a new task of a tenant at its job limit waits as

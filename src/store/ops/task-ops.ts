@@ -62,6 +62,13 @@ export async function taskRow(tx: Tx, taskId: string): Promise<TaskRow | null> {
   return r ? toTask(r) : null;
 }
 
+/** A task's status alone, or null. No locks. */
+export async function taskStatus(tx: Tx, taskId: string): Promise<TaskStatus | null> {
+  return (
+    (await tx.get<{ status: TaskStatus }>("SELECT status FROM tasks WHERE id = ?", [taskId]))?.status ?? null
+  );
+}
+
 /**
  * Reads a task and locks its row until the end of the transaction (`FOR UPDATE` on
  * PostgreSQL; the single writer under SQLite). No events, nothing enqueued.

@@ -107,6 +107,9 @@ export abstract class SqlStore implements Store {
   cancelTask(tenantId: string, taskId: string) {
     return this.run.write((tx) => tasks.cancelTask(tx, tenantId, taskId));
   }
+  taskStatus(taskId: string) {
+    return this.run.read((tx) => tasks.taskStatus(tx, taskId));
+  }
   loadForAdvance(taskId: string) {
     return this.run.snapshot((tx) => engine.loadForAdvance(tx, taskId));
   }
