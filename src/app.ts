@@ -4,7 +4,7 @@ import type { Static, TSchema } from "typebox";
 import { hashApiKey, newApiKey } from "./core/api-keys.ts";
 import { type Clock, systemClock } from "./core/clock.ts";
 import { LonghaulError } from "./core/errors.ts";
-import { type IdGenerator, ulidGenerator } from "./core/ids.ts";
+import type { IdGenerator } from "./core/ids.ts";
 import { readJson } from "./core/json-input.ts";
 import { type LimitsConfig, resolveLimits } from "./core/limits.ts";
 import { DEFAULT_TIMEOUT_MS } from "./core/replay.ts";
@@ -174,7 +174,6 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
   // Bad settings fail before anything is opened.
   const limits = resolveLimits(opts.limits);
   const clock = opts.clock ?? systemClock;
-  const ids = opts.ids ?? ulidGenerator(clock);
   const log = opts.logger ?? pino(safeLoggerOptions(process.env.LONGHAUL_LOG_LEVEL ?? "info"));
   const secrets = secretBoxFrom(opts.secretKeys);
   if (opts.metrics?.listen !== undefined) parseListen(opts.metrics.listen);
@@ -182,7 +181,8 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     opts.store ??
     (await openStore(
       opts.databaseUrl ?? process.env.LONGHAUL_DATABASE_URL ?? "sqlite:.longhaul/longhaul.db",
-      { clock, ids },
+      // The store makes its own ids unless the caller brought a generator.
+      { clock, ...(opts.ids ? { ids: opts.ids } : {}) },
     ));
   await store.migrate();
   // Stored secrets follow the current encryption key: plain ones are sealed, ones under an

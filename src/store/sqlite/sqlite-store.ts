@@ -10,6 +10,7 @@ import { recoverExpiredLeases } from "../ops/queue-ops.ts";
 import { type InboxDbRow, toInbox } from "../rows.ts";
 import { type Runner, SqlStore } from "../sql/sql-store.ts";
 import type { AppendedEvent, Tx } from "../sql/tx.ts";
+import type { InboxEventRow } from "../store.ts";
 import { claim } from "./claim.ts";
 import { openDatabase, Sql } from "./db.ts";
 import { appendTaskEvents } from "./event-log.ts";
@@ -42,6 +43,11 @@ export class SqliteStore extends SqlStore {
   private readonly taskEventListeners = new Set<(tenantId: string, seq: number) => void>();
   /** Set when a write failed for lack of disk space; cleared once a probe write commits. */
   private storageFull = false;
+  /**
+   * The time of the running write: taken when the write was submitted, and the same for every
+   * read of the clock inside it (as PostgreSQL's `now()` is the transaction's). Null between writes.
+   */
+  private writeTime: number | null = null;
 
   protected readonly run: Runner = {
     write: (op) => this.write(op),
@@ -53,9 +59,11 @@ export class SqliteStore extends SqlStore {
     super();
     if (opts.path !== ":memory:") mkdirSync(dirname(opts.path), { recursive: true });
     this.db = openDatabase(opts.path);
-    this.clock = opts.clock ?? systemClock;
+    const clock = opts.clock ?? systemClock;
+    this.clock = clock;
     this.sql = new Sql(this.db);
-    this.tx = sqliteTx(this.sql, this.clock, opts.ids ?? ulidGenerator(this.clock), this.effects);
+    const txClock: Clock = { now: () => this.writeTime ?? clock.now() };
+    this.tx = sqliteTx(this.sql, txClock, opts.ids ?? ulidGenerator(txClock), this.effects);
     this.writer = new GroupCommit(this.db);
     this.signals.setMaxListeners(0);
   }
@@ -67,16 +75,22 @@ export class SqliteStore extends SqlStore {
   private write<T>(op: (tx: Tx) => Promise<T>): Promise<T> {
     let appended: AppendedEvent[] = [];
     let work = false;
+    const at = this.clock.now();
     return this.writer
       .run(async () => {
         // An operation that throws is rolled back and never reaches the lines below.
         this.effects.events = [];
         this.effects.work = false;
-        const v = await op(this.tx);
-        appended = appendTaskEvents(this.sql, this.effects.events);
-        await fanOut(this.tx, appended);
-        work = this.effects.work;
-        return v;
+        this.writeTime = at;
+        try {
+          const v = await op(this.tx);
+          appended = appendTaskEvents(this.sql, this.effects.events);
+          await fanOut(this.tx, appended);
+          work = this.effects.work;
+          return v;
+        } finally {
+          this.writeTime = null;
+        }
       })
       .then((v) => {
         if (work) this.signals.emit("work");
@@ -174,17 +188,23 @@ export class SqliteStore extends SqlStore {
     });
   }
 
-  /** One statement for any number of ids; the IN over json_each still probes inbox_by_job. */
-  async inboxForJobs(provider: string, externalIds: string[]) {
-    if (externalIds.length === 0) return [];
-    const rows = await this.read((tx) =>
-      tx.all<InboxDbRow>(
-        `SELECT * FROM inbox_events
-          WHERE provider = ? AND job_external_id IN (SELECT value FROM json_each(?))
-          ORDER BY received_at, id`,
-        [provider, JSON.stringify(externalIds)],
-      ),
-    );
-    return rows.map(toInbox);
+  inboxForJobs(provider: string, externalIds: string[]) {
+    return this.read((tx) => inboxForJobs(tx, provider, externalIds));
   }
+}
+
+/** One statement for any number of ids; the IN over json_each still probes inbox_by_job. */
+export async function inboxForJobs(
+  tx: Tx,
+  provider: string,
+  externalIds: string[],
+): Promise<InboxEventRow[]> {
+  if (externalIds.length === 0) return [];
+  const rows = await tx.all<InboxDbRow>(
+    `SELECT * FROM inbox_events
+      WHERE provider = ? AND job_external_id IN (SELECT value FROM json_each(?))
+      ORDER BY received_at, id`,
+    [provider, JSON.stringify(externalIds)],
+  );
+  return rows.map(toInbox);
 }
