@@ -3,13 +3,16 @@
 // event to every response itself. Each server runs in its own child process (with --expose-gc)
 // so its memory per connected client is measured alone; the clients live in this process.
 // Latency is from the event's commit (the store's after-commit announcement; for the ceiling,
-// the moment before its write loop) to each client reading the event's `id:` line.
+// the moment before its write loop) to each client reading the event's `id:` line. With
+// thousands of clients in one process that latency is bounded by how fast this process reads,
+// so the servers' own CPU time per event is measured too: the cost of the fan-out itself.
 import { type ChildProcess, fork } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { fmt, table } from "./load.ts";
 
@@ -24,7 +27,7 @@ type Reply =
   | { url: string; key: string }
   | { rss: number; heap: number }
   | { streams: number }
-  | { commits: [number, number][] };
+  | { commits: [number, number][]; cpuMs: number; busyMs: number };
 
 // ── the server side (child process) ──
 
@@ -132,8 +135,19 @@ async function childMain(mode: Mode): Promise<void> {
       const u = process.memoryUsage();
       send({ rss: u.rss, heap: u.heapUsed });
     } else if (m.op === "streams") send({ streams: s.streams() });
-    else if (m.op === "emit") send({ commits: await s.emit(m.n ?? 1) });
-    else if (m.op === "exit") process.exit(0);
+    else if (m.op === "emit") {
+      // The server's own cost of the events: CPU time (user + system, so the socket writes
+      // count) and event-loop busy time, from the first event until the last is written.
+      const cpu = process.cpuUsage();
+      const elu = performance.eventLoopUtilization();
+      const commits = await s.emit(m.n ?? 1);
+      const used = process.cpuUsage(cpu);
+      send({
+        commits,
+        cpuMs: (used.user + used.system) / 1000,
+        busyMs: performance.eventLoopUtilization(elu).active,
+      });
+    } else if (m.op === "exit") process.exit(0);
   });
   send({ url: s.url, key: s.key });
 }
@@ -241,6 +255,8 @@ interface Result {
   p99: number;
   max: number;
   missed: number;
+  cpuMsPerEvent: number;
+  busyMsPerEvent: number;
 }
 
 async function run(mode: Mode, n: number): Promise<Result> {
@@ -263,7 +279,11 @@ async function run(mode: Mode, n: number): Promise<Result> {
     await new Promise((r) => setTimeout(r, 100));
   }
   const afterConnect = await server.ask<{ rss: number; heap: number }>("mem");
-  const { commits } = await server.ask<{ commits: [number, number][] }>("emit", EVENTS);
+  const { commits, cpuMs, busyMs } = await server.ask<{
+    commits: [number, number][];
+    cpuMs: number;
+    busyMs: number;
+  }>("emit", EVENTS);
   const lastSeq = commits.at(-1)?.[0] ?? 0;
   const drainUntil = Date.now() + 10_000;
   while (Date.now() < drainUntil && (received.get(lastSeq)?.length ?? 0) < clients.length) {
@@ -292,6 +312,8 @@ async function run(mode: Mode, n: number): Promise<Result> {
     p99: at(0.99),
     max: latencies.at(-1) ?? Number.NaN,
     missed,
+    cpuMsPerEvent: cpuMs / EVENTS,
+    busyMsPerEvent: busyMs / EVENTS,
   };
 }
 
@@ -312,13 +334,16 @@ async function main(): Promise<void> {
         "p99 ms": fmt(r.p99),
         "max ms": fmt(r.max),
         missed: r.missed,
+        "server CPU ms/event": fmt(r.cpuMsPerEvent, 2),
+        "server busy ms/event": fmt(r.busyMsPerEvent, 2),
+        "CPU vs ceiling": vs(r.cpuMsPerEvent, ceiling.cpuMsPerEvent),
         "RSS vs ceiling": vs(r.rssPerClientKb, ceiling.rssPerClientKb),
         "p99 vs ceiling": vs(r.p99, ceiling.p99),
       });
     }
   }
   console.log(
-    `\n${EVENTS} events ${SPACING_MS} ms apart per run; raw loopback connections; memory after GC in the server's own process; latency from commit to the client reading the event\n`,
+    `\n${EVENTS} events ${SPACING_MS} ms apart per run; raw loopback connections; memory after GC in the server's own process; latency from commit to the client reading the event; server CPU (user + system) and event-loop busy time per event in the server's process while the events go out (longhaul's include committing the event)\n`,
   );
   console.log(table(rows));
 }

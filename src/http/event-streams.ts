@@ -17,10 +17,16 @@ export interface EventStreamsOptions {
 /** When a refused stream should try again: streams end only when their clients go, so soon is fine. */
 const FULL_RETRY_AFTER_S = 5;
 
-/** A page of the log, framed once and written to every stream that is at the same place. */
+const PING = Buffer.from(": ping\n\n");
+
+/** A page of the log, framed once into one buffer that is written to every stream it is for. */
 interface Page {
-  text: string;
-  count: number;
+  rows: TaskEventRow[];
+  /** The frames of `rows`, back to back. */
+  bytes: Buffer;
+  /** Where the frame of `rows[i]` starts in `bytes`; `ends[i]` where it ends. */
+  starts: number[];
+  ends: number[];
   lastSeq: number;
   /** The log may hold more right after this page. */
   more: boolean;
@@ -49,36 +55,39 @@ export function sseFrame(e: TaskEventRow): string {
 /**
  * The open SSE streams of this node (ARCHITECTURE §4.7), fed from the durable task event log.
  *
- * Pull, not push: a stream holds only the last seq it wrote. A commit wakes the streams of
- * its tenant; each reads the next page after its own seq and writes it, and when the socket
- * pushes back (`write` returns false) it stops until `drain`. So a reader that stalls costs
- * at most one page in memory, a reconnect with `Last-Event-ID` is the same read from an
- * older seq, and nothing can fall between replay and live. Streams at the same place share
- * one read and one framing of each page.
+ * Each tenant with open streams has one feed: a cursor in its log. A burst of commit
+ * announcements makes the feed read the log after its cursor once, frame each event once
+ * into one buffer, and write that buffer (or the frames a `task_id` filter keeps) to every
+ * stream that is live, i.e. has everything up to the cursor. So a commit costs one read
+ * and one serialization however many streams follow the tenant.
+ *
+ * A stream that is not live pulls: it reads the next page after its own last seq (shared by
+ * the streams at the same place) and writes it, until a read finds nothing more and the
+ * feed's cursor did not move meanwhile; then it joins the live ones. A new stream, a
+ * reconnect with `Last-Event-ID` and a stream whose socket pushed back (`write` returned
+ * false, then `drain`) all catch up this way, so a reader that stalls costs at most one page
+ * in memory, and nothing can fall between replay and live.
  */
 export class EventStreams {
   private readonly pageSize: number;
   private readonly pageBytes: number;
   private readonly maxPerTenant: number;
-  private readonly byTenant = new Map<string, Set<EventStream>>();
-  private readonly pages = new Map<string, Promise<Page>>();
-  private readonly dirty = new Set<string>();
+  private readonly feeds = new Map<string, TenantFeed>();
+  private readonly dirty = new Set<TenantFeed>();
   private flushQueued = false;
-  /** Bumped per wake-up so that a page read before a commit is never served after it. */
-  private generation = 0;
   private peakBuffered = 0;
   private readonly heartbeat: NodeJS.Timeout;
   private readonly unsubscribe: () => void;
 
   constructor(
-    private readonly store: EventLogStore,
+    readonly store: EventLogStore,
     readonly log: Logger,
     opts: EventStreamsOptions = {},
   ) {
     this.pageSize = opts.pageSize ?? 100;
     this.pageBytes = opts.pageBytes ?? 256 * 1024;
     this.maxPerTenant = opts.maxPerTenant ?? 0;
-    this.unsubscribe = store.onTaskEvents((tenantId) => this.notified(tenantId));
+    this.unsubscribe = store.onTaskEvents((tenantId, seq) => this.notified(tenantId, seq));
     this.heartbeat = setInterval(() => this.ping(), opts.heartbeatMs ?? 15_000);
     this.heartbeat.unref();
   }
@@ -90,7 +99,7 @@ export class EventStreams {
    */
   admit(tenantId: string): void {
     if (this.maxPerTenant === 0) return;
-    const open = this.byTenant.get(tenantId)?.size ?? 0;
+    const open = this.feeds.get(tenantId)?.streams.size ?? 0;
     if (open < this.maxPerTenant) return;
     throw new LonghaulError(
       "TOO_MANY_STREAMS",
@@ -101,22 +110,23 @@ export class EventStreams {
 
   /** Starts streaming the tenant's events after `afterSeq` (only `taskId`'s, if given) to `res`. */
   open(res: ServerResponse, tenantId: string, taskId: string | null, afterSeq: number): void {
-    const stream = new EventStream(this, res, tenantId, taskId, afterSeq);
-    let set = this.byTenant.get(tenantId);
-    if (!set) {
-      set = new Set();
-      this.byTenant.set(tenantId, set);
+    let feed = this.feeds.get(tenantId);
+    if (!feed) {
+      feed = new TenantFeed(this, tenantId);
+      this.feeds.set(tenantId, feed);
+      feed.start();
     }
-    set.add(stream);
+    const stream = new EventStream(this, feed, res, taskId, afterSeq);
+    feed.streams.add(stream);
     res.on("close", () => this.remove(stream));
-    stream.wake();
+    void stream.pump();
   }
 
   stats(): EventStreamStats {
     let streams = 0;
     let bufferedBytes = 0;
-    for (const set of this.byTenant.values()) {
-      for (const s of set) {
+    for (const feed of this.feeds.values()) {
+      for (const s of feed.streams) {
         streams++;
         bufferedBytes += s.res.writableLength;
       }
@@ -128,36 +138,43 @@ export class EventStreams {
   close(): void {
     this.unsubscribe();
     clearInterval(this.heartbeat);
-    for (const set of [...this.byTenant.values()]) for (const s of [...set]) s.end();
-    this.byTenant.clear();
+    for (const feed of [...this.feeds.values()]) {
+      feed.closed = true;
+      for (const s of [...feed.streams]) s.end();
+    }
+    this.feeds.clear();
+  }
+
+  /** @internal Frames rows read after `afterSeq`: each event serialized once, all in one buffer. */
+  frame(rows: TaskEventRow[], afterSeq: number): Page {
+    const texts: string[] = [];
+    const starts: number[] = [];
+    const ends: number[] = [];
+    let bytes = 0;
+    let lastSeq = afterSeq;
+    for (const row of rows) {
+      if (texts.length > 0 && bytes >= this.pageBytes) break;
+      const text = sseFrame(row);
+      texts.push(text);
+      starts.push(bytes);
+      bytes += Buffer.byteLength(text);
+      ends.push(bytes);
+      lastSeq = row.seq;
+    }
+    const count = texts.length;
+    return {
+      rows: count < rows.length ? rows.slice(0, count) : rows,
+      bytes: Buffer.from(texts.join("")),
+      starts,
+      ends,
+      lastSeq,
+      more: count < rows.length || rows.length === this.pageSize,
+    };
   }
 
   /** @internal */
-  page(tenantId: string, taskId: string | null, afterSeq: number): Promise<Page> {
-    const key = `${this.generation}|${tenantId}|${taskId ?? ""}|${afterSeq}`;
-    let p = this.pages.get(key);
-    if (!p) {
-      p = this.store
-        .taskEvents(tenantId, afterSeq, this.pageSize, taskId ?? undefined)
-        .then((rows) => this.frame(rows, afterSeq));
-      this.pages.set(key, p);
-      const forget = () => this.pages.delete(key);
-      p.then(forget, forget);
-    }
-    return p;
-  }
-
-  private frame(rows: TaskEventRow[], afterSeq: number): Page {
-    let text = "";
-    let count = 0;
-    let lastSeq = afterSeq;
-    for (const row of rows) {
-      if (count > 0 && text.length >= this.pageBytes) break;
-      text += sseFrame(row);
-      count++;
-      lastSeq = row.seq;
-    }
-    return { text, count, lastSeq, more: count < rows.length || rows.length === this.pageSize };
+  get size(): number {
+    return this.pageSize;
   }
 
   /** @internal */
@@ -165,94 +182,265 @@ export class EventStreams {
     if (bytes > this.peakBuffered) this.peakBuffered = bytes;
   }
 
-  private notified(tenantId: string): void {
-    if (!this.byTenant.has(tenantId)) return;
-    this.dirty.add(tenantId);
+  /** @internal The feed failed: its streams end, and their clients resume with their last id. */
+  drop(feed: TenantFeed): void {
+    feed.closed = true;
+    if (this.feeds.get(feed.tenantId) === feed) this.feeds.delete(feed.tenantId);
+    for (const s of [...feed.streams]) s.end();
+  }
+
+  private notified(tenantId: string, seq: number): void {
+    const feed = this.feeds.get(tenantId);
+    if (!feed) return;
+    if (seq > feed.announced) feed.announced = seq;
+    this.dirty.add(feed);
     if (this.flushQueued) return;
     this.flushQueued = true;
-    // One wake-up per tenant for all the events of a commit, after the last of them is announced.
+    // One read per tenant for all the events of a commit, after the last of them is announced.
     queueMicrotask(() => {
       this.flushQueued = false;
-      this.generation++;
-      for (const t of this.dirty) for (const s of this.byTenant.get(t) ?? []) s.wake();
+      for (const f of this.dirty) f.pull();
       this.dirty.clear();
     });
   }
 
   private ping(): void {
-    for (const set of this.byTenant.values()) for (const s of set) s.ping();
+    for (const feed of this.feeds.values()) for (const s of feed.streams) s.ping();
   }
 
   private remove(stream: EventStream): void {
     stream.closed = true;
-    const set = this.byTenant.get(stream.tenantId);
-    if (!set) return;
-    set.delete(stream);
-    if (set.size === 0) this.byTenant.delete(stream.tenantId);
+    const feed = stream.feed;
+    feed.leave(stream);
+    feed.streams.delete(stream);
+    if (feed.streams.size === 0 && this.feeds.get(feed.tenantId) === feed) {
+      feed.closed = true;
+      this.feeds.delete(feed.tenantId);
+    }
   }
 }
 
-class EventStream {
+/** One tenant's position in the log and the streams that are live at it. */
+class TenantFeed {
+  readonly streams = new Set<EventStream>();
+  /** Live streams of the whole tenant. */
+  private readonly live = new Set<EventStream>();
+  /** Live streams of one task, by task id. */
+  private readonly liveByTask = new Map<string, Set<EventStream>>();
+  /** Pages being read for streams that pull, shared by those at the same place. */
+  private readonly pages = new Map<string, Promise<Page>>();
+  /** Every event up to this seq was written to the live streams it is for. */
+  private cursor = 0;
+  /** The highest seq announced. */
+  announced = 0;
+  /** Bumped whenever the cursor moves: a pull that saw no move has everything up to the cursor. */
+  epoch = 0;
+  /** Resolves once the cursor is known (the tenant's newest seq when the feed started). */
+  ready: Promise<void> = Promise.resolve();
   closed = false;
+  private started = false;
   private reading = false;
   private again = false;
-  private blocked = false;
 
   constructor(
     private readonly hub: EventStreams,
-    readonly res: ServerResponse,
     readonly tenantId: string,
-    private readonly taskId: string | null,
-    private lastSeq: number,
   ) {}
 
-  wake(): void {
-    if (this.closed || this.blocked) return;
+  start(): void {
+    this.ready = this.hub.store.lastTaskEventSeq(this.tenantId).then(
+      (seq) => {
+        this.cursor = Math.max(this.cursor, seq);
+        this.started = true;
+        this.epoch++;
+        this.pull();
+      },
+      (err: unknown) => {
+        this.hub.log.warn({ err, tenantId: this.tenantId }, "event stream read failed; closing it");
+        this.hub.drop(this);
+      },
+    );
+  }
+
+  /** Reads what was announced past the cursor, once for all the live streams. */
+  pull(): void {
+    if (!this.started || this.closed) return;
     if (this.reading) {
       this.again = true;
       return;
     }
-    void this.pump();
+    if (this.announced <= this.cursor) return;
+    void this.read();
   }
 
-  ping(): void {
-    if (this.closed || this.blocked || this.reading) return;
-    if (!this.res.write(": ping\n\n")) this.block();
-  }
-
-  end(): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.res.end();
-  }
-
-  private async pump(): Promise<void> {
+  private async read(): Promise<void> {
     this.reading = true;
     try {
+      let more = false;
       do {
         this.again = false;
-        const page = await this.hub.page(this.tenantId, this.taskId, this.lastSeq);
+        const rows = await this.hub.store.taskEvents(this.tenantId, this.cursor, this.hub.size);
         if (this.closed) return;
-        if (page.count === 0) continue;
-        this.lastSeq = page.lastSeq;
-        const flowing = this.res.write(page.text);
-        this.hub.sawBuffered(this.res.writableLength);
-        if (!flowing) return this.block();
-        if (page.more) this.again = true;
-      } while (this.again);
+        const page = this.hub.frame(rows, this.cursor);
+        more = page.more;
+        if (page.rows.length === 0) continue;
+        this.deliver(page);
+        this.cursor = page.lastSeq;
+        this.epoch++;
+      } while (more || (this.again && this.announced > this.cursor));
     } catch (err) {
       this.hub.log.warn({ err, tenantId: this.tenantId }, "event stream read failed; closing it");
-      this.end();
+      this.hub.drop(this);
     } finally {
       this.reading = false;
     }
   }
 
+  /** Writes a page to every live stream it has something for. */
+  private deliver(page: Page): void {
+    for (const s of this.live) s.send(page);
+    if (this.liveByTask.size === 0) return;
+    const { rows, bytes, starts, ends } = page;
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i]!;
+      const set = this.liveByTask.get(row.taskId);
+      if (!set) continue;
+      const frame = bytes.subarray(starts[i], ends[i]);
+      for (const s of set) s.sendOne(row.seq, frame);
+    }
+  }
+
+  join(s: EventStream): void {
+    if (s.taskId === null) {
+      this.live.add(s);
+      return;
+    }
+    let set = this.liveByTask.get(s.taskId);
+    if (!set) {
+      set = new Set();
+      this.liveByTask.set(s.taskId, set);
+    }
+    set.add(s);
+  }
+
+  leave(s: EventStream): void {
+    if (s.taskId === null) {
+      this.live.delete(s);
+      return;
+    }
+    const set = this.liveByTask.get(s.taskId);
+    if (!set) return;
+    set.delete(s);
+    if (set.size === 0) this.liveByTask.delete(s.taskId);
+  }
+
+  /** The page after `afterSeq` (of `taskId` only, if given), read once for the streams that ask in this epoch. */
+  page(taskId: string | null, afterSeq: number): Promise<Page> {
+    const key = `${this.epoch}|${taskId ?? ""}|${afterSeq}`;
+    let p = this.pages.get(key);
+    if (!p) {
+      p = this.hub.store
+        .taskEvents(this.tenantId, afterSeq, this.hub.size, taskId ?? undefined)
+        .then((rows) => this.hub.frame(rows, afterSeq));
+      this.pages.set(key, p);
+      const forget = () => this.pages.delete(key);
+      p.then(forget, forget);
+    }
+    return p;
+  }
+}
+
+type State = "pulling" | "live" | "blocked";
+
+class EventStream {
+  closed = false;
+  private state: State = "pulling";
+
+  constructor(
+    private readonly hub: EventStreams,
+    readonly feed: TenantFeed,
+    readonly res: ServerResponse,
+    readonly taskId: string | null,
+    /** The seq of the last event written (or where the stream started). */
+    private lastSeq: number,
+  ) {}
+
+  ping(): void {
+    if (this.closed || this.state === "blocked") return;
+    // A pulling stream is writing pages of its own; it needs no heartbeat.
+    if (this.state === "pulling") return;
+    if (!this.res.write(PING)) this.block();
+  }
+
+  end(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.feed.leave(this);
+    this.res.end();
+  }
+
+  /** A live stream of the whole tenant: the page's events after its last seq, in one write. */
+  send(page: Page): void {
+    if (this.state !== "live" || page.lastSeq <= this.lastSeq) return;
+    let bytes = page.bytes;
+    if (page.rows[0]!.seq <= this.lastSeq) {
+      // It read the start of this page itself while catching up.
+      const i = page.rows.findIndex((r) => r.seq > this.lastSeq);
+      bytes = bytes.subarray(page.starts[i]);
+    }
+    this.lastSeq = page.lastSeq;
+    this.write(bytes);
+  }
+
+  /** A live stream of one task: one of its events. */
+  sendOne(seq: number, frame: Buffer): void {
+    if (this.state !== "live" || seq <= this.lastSeq) return;
+    this.lastSeq = seq;
+    this.write(frame);
+  }
+
+  private write(bytes: Buffer): void {
+    const flowing = this.res.write(bytes);
+    this.hub.sawBuffered(this.res.writableLength);
+    if (!flowing) this.block();
+  }
+
+  /** Catches up from the log, page by page, then joins the feed's live streams. */
+  async pump(): Promise<void> {
+    try {
+      await this.feed.ready;
+      for (;;) {
+        if (this.closed || this.feed.closed) return;
+        const epoch = this.feed.epoch;
+        const page = await this.feed.page(this.taskId, this.lastSeq);
+        if (this.closed) return;
+        if (page.rows.length > 0) {
+          this.lastSeq = page.lastSeq;
+          const flowing = this.res.write(page.bytes);
+          this.hub.sawBuffered(this.res.writableLength);
+          if (!flowing) return this.block();
+        }
+        if (page.more) continue;
+        // Nothing more up to where the feed was when this read began: live from here.
+        if (this.feed.epoch === epoch) {
+          this.state = "live";
+          this.feed.join(this);
+          return;
+        }
+      }
+    } catch (err) {
+      this.hub.log.warn({ err, tenantId: this.feed.tenantId }, "event stream read failed; closing it");
+      this.end();
+    }
+  }
+
   private block(): void {
-    this.blocked = true;
+    if (this.state === "live") this.feed.leave(this);
+    this.state = "blocked";
     this.res.once("drain", () => {
-      this.blocked = false;
-      this.wake();
+      if (this.closed) return;
+      this.state = "pulling";
+      void this.pump();
     });
   }
 }
