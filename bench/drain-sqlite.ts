@@ -1,5 +1,6 @@
-// Queue drain on SQLite: BENCH_JOBS (default 20,000) no-op work items through `SqliteStore`'s
-// claim/complete, beside the same loop on a bare better-sqlite3 table with the same durability
+// Queue drain on SQLite: BENCH_JOBS (default 20,000) no-op work items through the store's
+// claim/complete, with its writes on the writer thread (ThreadedSqliteStore, as `serve` runs)
+// and on the event loop (SqliteStore), beside the same loop on a bare better-sqlite3 table with the same durability
 // (WAL, synchronous=FULL) in the same run: the ceiling of what a queue on one SQLite file does.
 //
 // Both are fed with bulk inserts of 500 items per call, then drained with BENCH_CONCURRENCY
@@ -17,6 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
+import { ThreadedSqliteStore } from "../src/store/sqlite/threaded-store.ts";
 import type { NewWorkItem } from "../src/store/store.ts";
 import { commandLine, fmt, machineLine, recordResult, table } from "./load.ts";
 import { drain } from "./queue-pg/drain.ts";
@@ -52,13 +54,17 @@ function once(name: string, ids: string[], n: number): void {
   }
 }
 
-async function longhaul(): Promise<Contender> {
-  const store = new SqliteStore({ path: join(dir, "longhaul.db") });
+async function longhaul(writer: "thread" | "inline"): Promise<Contender> {
+  const path = join(dir, `longhaul-${writer}.db`);
+  const store = writer === "thread" ? new ThreadedSqliteStore({ path }) : new SqliteStore({ path });
   await store.migrate();
   const pending = () => (store.db.prepare("SELECT count(*) AS n FROM work_items").get() as { n: number }).n;
   let next = 0;
   return {
-    name: "longhaul (SqliteStore, worker loop's store calls)",
+    name:
+      writer === "thread"
+        ? "longhaul, writes on the writer thread (ThreadedSqliteStore, as serve runs)"
+        : "longhaul, writes on the event loop (SqliteStore)",
     async round(n) {
       if (pending() !== 0) throw new Error("longhaul: the queue is not empty before a round");
       let t0 = performance.now();
@@ -147,7 +153,7 @@ async function bare(): Promise<Contender> {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[(xs.length - 1) >> 1]!;
 
 async function main(): Promise<void> {
-  const contenders = [await bare(), await longhaul()];
+  const contenders = [await bare(), await longhaul("thread"), await longhaul("inline")];
   for (const c of contenders) await c.round(WARMUP_JOBS);
   const rounds = new Map<string, Round[]>(contenders.map((c) => [c.name, []]));
   for (let r = 0; r < ROUNDS; r++) {

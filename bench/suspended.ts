@@ -17,7 +17,7 @@ import { createLonghaul, type Longhaul } from "../src/app.ts";
 import { hashApiKey, newApiKey } from "../src/core/api-keys.ts";
 import { ulidGenerator } from "../src/core/ids.ts";
 import { defineTask } from "../src/core/task-type.ts";
-import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
+import { ThreadedSqliteStore } from "../src/store/sqlite/threaded-store.ts";
 import { fmt, table } from "./load.ts";
 
 const N = Number(process.env.BENCH_TASKS ?? 100_000);
@@ -67,7 +67,7 @@ async function main(gc: () => void): Promise<void> {
 
 async function run(gc: () => void, dir: string): Promise<void> {
   const dbPath = join(dir, "longhaul.db");
-  const store = new SqliteStore({ path: dbPath });
+  const store = new ThreadedSqliteStore({ path: dbPath });
   await store.migrate();
   const tenant = await store.createTenant({ name: "bench", keyHash: hashApiKey(newApiKey()) });
   const suspend = defineTask("bench.suspend", async (_input, step) =>
@@ -92,7 +92,7 @@ async function run(gc: () => void, dir: string): Promise<void> {
 async function measure(
   gc: () => void,
   dbPath: string,
-  store: SqliteStore,
+  store: ThreadedSqliteStore,
   tenantId: string,
   app: Longhaul,
   url: string,

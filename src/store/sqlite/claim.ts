@@ -39,10 +39,10 @@ export function enqueue(sql: Sql, now: number, items: readonly NewWorkItem[]): v
 export function claim(sql: Sql, now: number, owner: string, limit: number, leaseMs: number): WorkItem[] {
   if (limit <= 0) return [];
   const candidates = roundRobin(dueByLane(sql, now, limit));
-  const out: WorkItem[] = [];
+  const chosen: number[] = [];
   const keys = new Set<string>();
   for (const cand of candidates) {
-    if (out.length >= limit) break;
+    if (chosen.length >= limit) break;
     const key = cand.concurrency_key;
     if (key !== null) {
       // An expired lease still blocks its key until recoverExpiredLeases hands it back, so a
@@ -52,14 +52,22 @@ export function claim(sql: Sql, now: number, owner: string, limit: number, lease
       if (busy) continue;
       keys.add(key);
     }
-    const row = sql.get<WorkRow>(
-      `UPDATE work_items SET status = 'leased', lease_owner = ?, lease_expires_at = ?, attempts = attempts + 1,
-         updated_at = ? WHERE id = ? RETURNING *`,
-      owner,
-      now + leaseMs,
-      now,
-      cand.id,
-    );
+    chosen.push(cand.id);
+  }
+  if (chosen.length === 0) return [];
+  // One statement leases them all; the answer keeps the fair order chosen above.
+  const rows = sql.all<WorkRow>(
+    `UPDATE work_items SET status = 'leased', lease_owner = ?, lease_expires_at = ?, attempts = attempts + 1,
+       updated_at = ? WHERE id IN (SELECT value FROM json_each(?)) RETURNING *`,
+    owner,
+    now + leaseMs,
+    now,
+    JSON.stringify(chosen),
+  );
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  const out: WorkItem[] = [];
+  for (const id of chosen) {
+    const row = byId.get(id);
     if (row) out.push(toWorkItem(row));
   }
   return out;
