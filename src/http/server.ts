@@ -1,5 +1,4 @@
 import { createServer } from "node:http";
-import swagger from "@fastify/swagger";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from "fastify";
 import type { Logger } from "pino";
@@ -30,7 +29,7 @@ import { eventsRoutes } from "./events-routes.ts";
 import { hooksRoutes } from "./hooks-routes.ts";
 import { REDACTED, redactPaths, safeSerializers } from "./log-redaction.ts";
 import { metricsAuth } from "./metrics-auth.ts";
-import { openapiDocument, operation, optionalBodies } from "./openapi.ts";
+import { openapiDocs, operation } from "./openapi.ts";
 import { installRateLimits } from "./rate-limits.ts";
 import { lazySerializers } from "./serializers.ts";
 import { signalsRoutes } from "./signals-routes.ts";
@@ -129,11 +128,8 @@ export function buildServer(d: ServerDeps): FastifyInstance {
   });
   installErrorHandling(app);
   // /openapi.json is generated from the routes' schemas, so it cannot drift from what they accept.
-  app.register(swagger, {
-    openapi: openapiDocument,
-    transformObject: (doc) =>
-      "openapiObject" in doc ? optionalBodies(doc.openapiObject) : doc.swaggerObject,
-  });
+  const openapi = openapiDocs();
+  app.register(openapi.collect);
   // Every JSON body goes through one parser that caps nesting and refuses prototype keys.
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
@@ -185,7 +181,7 @@ export function buildServer(d: ServerDeps): FastifyInstance {
           response: { 200: Type.Object({}, { additionalProperties: true }) },
         }),
       },
-      async () => root.swagger(),
+      async () => openapi.document(),
     );
     if (d.metrics) {
       const registry = d.metrics.registry;
