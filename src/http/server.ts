@@ -191,7 +191,8 @@ export function buildServer(d: ServerDeps): FastifyInstance {
         { schema: operation("Prometheus metrics (admin key, unless metrics.public)") },
         async (req, reply) => {
           await auth?.(req);
-          return reply.type(registry.contentType).send(await registry.metrics());
+          const text = await registry.metrics();
+          return reply.type(registry.contentType).send(text);
         },
       );
     }
