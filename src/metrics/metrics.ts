@@ -2,6 +2,9 @@ import type { Counter, Histogram, Registry } from "prom-client";
 
 type Labels = Record<string, string>;
 
+/** How long after the first count prom-client is loaded, unless a scrape loads it first. */
+const LOAD_AFTER_MS = 1000;
+
 /** prom-client's content type of the text format, before it is loaded. */
 const PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -29,13 +32,15 @@ export interface LazyHistogram {
  * process, as in tests, never collide). Served at `GET /metrics`.
  *
  * prom-client is loaded by the first count or the first scrape, not while the server starts:
- * what is counted before it is loaded is counted once it is, in order. Node's default metrics
- * are collected from then on (the CPU, memory and start time ones read the process's totals).
+ * what is counted before it is loaded (up to a second after the first count) is counted once it
+ * is, in order. Node's default metrics are collected from then on (the CPU, memory and start
+ * time ones read the process's totals).
  */
 export class Metrics {
   private loaded: Loaded | null = null;
   private loading: Promise<Loaded> | null = null;
   private pending: ((m: Loaded) => void)[] = [];
+  private loadTimer: NodeJS.Timeout | null = null;
 
   readonly tasksSubmitted: LazyCounter = this.counter("tasksSubmitted");
   readonly webhooks: LazyCounter = this.counter("webhooks");
@@ -74,8 +79,15 @@ export class Metrics {
       return;
     }
     this.pending.push(use);
-    // A failed load leaves the counts pending; the next count or scrape tries again.
-    this.load().catch(() => {});
+    // Loaded a moment later, not in the middle of the first work item or request; a scrape
+    // loads it at once. A failed load leaves the counts pending; the next count tries again.
+    if (this.loadTimer === null && this.loading === null) {
+      this.loadTimer = setTimeout(() => {
+        this.loadTimer = null;
+        this.load().catch(() => {});
+      }, LOAD_AFTER_MS);
+      this.loadTimer.unref();
+    }
   }
 
   /** Loads prom-client, makes this deployment's registry, and applies the counts made meanwhile. */
