@@ -10,7 +10,7 @@ import { type LimitsConfig, resolveLimits } from "./core/limits.ts";
 import { DEFAULT_TIMEOUT_MS } from "./core/replay.ts";
 import type { TaskType } from "./core/task-type.ts";
 import { providerRegistry, taskTypeRegistry } from "./engine/registry.ts";
-import { Worker, type WorkerOptions } from "./engine/worker.ts";
+import type { Worker, WorkerOptions } from "./engine/worker.ts";
 import { schemaErrorFormatter } from "./http/error-handler.ts";
 import type { EventStreamsOptions } from "./http/event-streams.ts";
 import { type FetchOptions, fetchHandler } from "./http/fetch.ts";
@@ -227,10 +227,11 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
   const outbound = outboundSettings(opts.outbound, secrets);
   const metrics = new Metrics();
   const role = opts.role ?? "all";
+  // The engine is loaded only by the roles that run it.
   const worker =
     role === "api"
       ? null
-      : new Worker(
+      : new (await import("./engine/worker.ts")).Worker(
           {
             store,
             clock,
