@@ -10,7 +10,7 @@ import { type LimitsConfig, resolveLimits } from "./core/limits.ts";
 import { DEFAULT_TIMEOUT_MS } from "./core/replay.ts";
 import type { TaskType } from "./core/task-type.ts";
 import { providerRegistry, taskTypeRegistry } from "./engine/registry.ts";
-import { Worker, type WorkerOptions } from "./engine/worker.ts";
+import type { Worker, WorkerOptions } from "./engine/worker.ts";
 import { schemaErrorFormatter } from "./http/error-handler.ts";
 import type { EventStreamsOptions } from "./http/event-streams.ts";
 import { type FetchOptions, fetchHandler } from "./http/fetch.ts";
@@ -18,7 +18,7 @@ import { safeLoggerOptions } from "./http/log-redaction.ts";
 import { parseListen, startMetricsServer } from "./http/metrics-server.ts";
 import { taskDetail } from "./http/serialize.ts";
 import { buildServer } from "./http/server.ts";
-import { validatorCompiler } from "./http/validator.ts";
+import { loadValidation, validatorCompiler } from "./http/validator.ts";
 import { buildSource, type Source, type SourceConfig } from "./ingress/sources.ts";
 import { Metrics } from "./metrics/metrics.ts";
 import { type OutboundConfig, outboundSettings } from "./outbound/settings.ts";
@@ -227,10 +227,11 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
   const outbound = outboundSettings(opts.outbound, secrets);
   const metrics = new Metrics();
   const role = opts.role ?? "all";
+  // The engine is loaded only by the roles that run it.
   const worker =
     role === "api"
       ? null
-      : new Worker(
+      : new (await import("./engine/worker.ts")).Worker(
           {
             store,
             clock,
@@ -309,7 +310,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     },
     async submit(a: string | undefined | SubmitRequest, b?: SubmitRequest) {
       const [tenant, request] = args(a, b);
-      const body = checkSubmit(request);
+      const body = await checkSubmit(request);
       const { task, created } = await submitTask(
         { tasks: store, taskTypes },
         {
@@ -326,7 +327,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     },
     async signal(a: string | undefined | SignalRequest, b?: SignalRequest) {
       const [tenant, request] = args(a, b);
-      const body = checkSignal(request);
+      const body = await checkSignal(request);
       const r = await sendSignal(
         { waits: store },
         { tenantId: await tenantFor(tenant), name: body.name, data: body.data, clientId: body.id ?? null },
@@ -398,9 +399,9 @@ async function resolveDefaultTenant(store: Store, configured: string | undefined
  * would (the same depth cap and refused keys, and what is stored is what JSON keeps), then its
  * TypeBox schema, with the same messages.
  */
-function bodyCheck<S extends TSchema>(schema: S, url: string): (value: unknown) => Static<S> {
+function bodyCheck<S extends TSchema>(schema: S, url: string): (value: unknown) => Promise<Static<S>> {
   const check = validatorCompiler({ schema, httpPart: "body", method: "POST", url });
-  return (value) => {
+  return async (value) => {
     let text: string | undefined;
     try {
       text = JSON.stringify(value);
@@ -409,6 +410,7 @@ function bodyCheck<S extends TSchema>(schema: S, url: string): (value: unknown) 
     }
     const read = text === undefined ? { ok: true as const, value: undefined } : readJson(text, "The request");
     if (!read.ok) throw read.error;
+    await loadValidation();
     const r = check(read.value) as { value?: unknown; error?: unknown };
     if (r.error) {
       const err = schemaErrorFormatter(r.error as Parameters<typeof schemaErrorFormatter>[0], "body");

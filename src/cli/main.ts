@@ -1,11 +1,5 @@
 import { readFileSync } from "node:fs";
 import { LonghaulError } from "../core/errors.ts";
-import { dev } from "./dev.ts";
-import { migrateCommand } from "./migrate.ts";
-import { serve } from "./serve.ts";
-import { simulate } from "./simulate.ts";
-import { tasksCommand } from "./tasks.ts";
-import { tenantsCommand } from "./tenants.ts";
 
 const usage = `longhaul — long-running, webhook-driven tasks
 
@@ -24,13 +18,17 @@ Usage:
 Environment: LONGHAUL_DATABASE_URL (sqlite:path | postgres://…), LONGHAUL_API_KEY (dev key),
 LONGHAUL_LOG_LEVEL.`;
 
-const commands: Record<string, (argv: string[]) => Promise<void>> = {
-  dev,
-  serve,
-  simulate,
-  migrate: migrateCommand,
-  tenants: tenantsCommand,
-  tasks: tasksCommand,
+type Command = (argv: string[]) => Promise<void>;
+
+// Each command's module is loaded when it runs, so a command loads only what it uses (`serve`
+// neither the demo tasks nor the simulator; `--version` and `--help` nothing at all).
+const commands: Record<string, () => Promise<Command>> = {
+  dev: async () => (await import("./dev.ts")).dev,
+  serve: async () => (await import("./serve.ts")).serve,
+  simulate: async () => (await import("./simulate.ts")).simulate,
+  migrate: async () => (await import("./migrate.ts")).migrateCommand,
+  tenants: async () => (await import("./tenants.ts")).tenantsCommand,
+  tasks: async () => (await import("./tasks.ts")).tasksCommand,
 };
 
 /** The installed package's version; package.json sits two folders up from src/cli and dist/cli alike. */
@@ -57,7 +55,7 @@ if (name === "--version" || name === "-v" || name === "version") {
   console.log(version());
   process.exit(0);
 }
-const command = name ? commands[name] : undefined;
+const command = name && Object.hasOwn(commands, name) ? commands[name] : undefined;
 if (!command) {
   console.log(usage);
   process.exit(name && name !== "help" && name !== "--help" && name !== "-h" ? 2 : 0);
@@ -69,7 +67,7 @@ if (beforeDashDash.includes("--help") || beforeDashDash.includes("-h")) {
   process.exit(0);
 }
 try {
-  await command(rest);
+  await (await command())(rest);
 } catch (err) {
   if (err instanceof LonghaulError) {
     console.error(`longhaul ${name}: ${err.message} (${err.code})`);

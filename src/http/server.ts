@@ -1,7 +1,6 @@
 import { createServer } from "node:http";
-import swagger from "@fastify/swagger";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from "fastify";
 import type { Logger } from "pino";
 import { Type } from "typebox";
 import type { Clock } from "../core/clock.ts";
@@ -30,13 +29,14 @@ import { eventsRoutes } from "./events-routes.ts";
 import { hooksRoutes } from "./hooks-routes.ts";
 import { REDACTED, redactPaths, safeSerializers } from "./log-redaction.ts";
 import { metricsAuth } from "./metrics-auth.ts";
-import { openapiDocument, operation, optionalBodies } from "./openapi.ts";
+import { openapiDocs, operation } from "./openapi.ts";
 import { installRateLimits } from "./rate-limits.ts";
+import { lazySerializers } from "./serializers.ts";
 import { signalsRoutes } from "./signals-routes.ts";
 import { tasksRoutes } from "./tasks-routes.ts";
 import { timelineRoutes } from "./timeline-routes.ts";
 import { usageRoutes } from "./usage-routes.ts";
-import { validatorCompiler } from "./validator.ts";
+import { loadValidation, validationLoaded, validatorCompiler } from "./validator.ts";
 import { webhookEndpointsRoutes } from "./webhook-endpoints-routes.ts";
 
 export interface ServerDeps {
@@ -64,6 +64,17 @@ export interface ServerDeps {
    */
   routes?: "all" | "health" | undefined;
 }
+
+/** Resolves once request validators may run (see ./validator.ts). */
+function awaitValidation(_req: unknown, _reply: unknown, done: (err?: Error) => void): void {
+  if (validationLoaded()) done();
+  else loadValidation().then(() => done(), done);
+}
+
+/** Fastify's validator factory type wants Ajv's; ours answers TypeBox's compiler whatever it is given. */
+const validators = (() => validatorCompiler) as unknown as NonNullable<
+  NonNullable<NonNullable<FastifyServerOptions["schemaController"]>["compilersFactory"]>["buildValidator"]
+>;
 
 /** The HTTP API (ARCHITECTURE §7). Slow clients are cut off by header and request timeouts. */
 export function buildServer(d: ServerDeps): FastifyInstance {
@@ -93,15 +104,32 @@ export function buildServer(d: ServerDeps): FastifyInstance {
     keepAliveTimeout: 72_000,
     return503OnClosing: true,
     schemaErrorFormatter,
+    // Fastify's default compilers (Ajv, fast-json-stringify) would be loaded, and every route's
+    // response schemas compiled, before the server listens: requests are checked by TypeBox
+    // (./validator.ts) and responses serialized by fast-json-stringify once first needed.
+    schemaController: {
+      compilersFactory: {
+        buildValidator: validators,
+        buildSerializer: lazySerializers,
+      },
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
+  // The validators' compiler is loaded by the first request that needs it, not at start: a
+  // route that checks its input waits for it before validation.
+  app.addHook("onRoute", (route) => {
+    const s = route.schema;
+    if (!s || (s.body ?? s.querystring ?? s.params ?? s.headers) === undefined) return;
+    const hooks = route.preValidation;
+    route.preValidation = [
+      awaitValidation,
+      ...(hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks]),
+    ];
+  });
   installErrorHandling(app);
   // /openapi.json is generated from the routes' schemas, so it cannot drift from what they accept.
-  app.register(swagger, {
-    openapi: openapiDocument,
-    transformObject: (doc) =>
-      "openapiObject" in doc ? optionalBodies(doc.openapiObject) : doc.swaggerObject,
-  });
+  const openapi = openapiDocs();
+  app.register(openapi.collect);
   // Every JSON body goes through one parser that caps nesting and refuses prototype keys.
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
@@ -133,6 +161,9 @@ export function buildServer(d: ServerDeps): FastifyInstance {
           security: [],
           response: { 200: Health, 503: Health },
         }),
+        // Two fixed fields, as the schema orders them: answered without loading a serializer,
+        // so a probe right after start does not wait for one.
+        serializerCompiler: () => (data) => JSON.stringify(data),
       },
       async (_req, reply) => {
         const store = await d.store.health().catch(() => "degraded" as const);
@@ -150,7 +181,7 @@ export function buildServer(d: ServerDeps): FastifyInstance {
           response: { 200: Type.Object({}, { additionalProperties: true }) },
         }),
       },
-      async () => root.swagger(),
+      async () => openapi.document(),
     );
     if (d.metrics) {
       const registry = d.metrics.registry;
@@ -160,7 +191,8 @@ export function buildServer(d: ServerDeps): FastifyInstance {
         { schema: operation("Prometheus metrics (admin key, unless metrics.public)") },
         async (req, reply) => {
           await auth?.(req);
-          return reply.type(registry.contentType).send(await registry.metrics());
+          const text = await registry.metrics();
+          return reply.type(registry.contentType).send(text);
         },
       );
     }
