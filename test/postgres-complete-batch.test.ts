@@ -4,10 +4,14 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { pathToFileURL } from "node:url";
-import { Client } from "pg";
+import { Client, type PoolClient } from "pg";
 import { ManualClock } from "../src/core/clock.ts";
 import { LonghaulError } from "../src/core/errors.ts";
+import { ulidGenerator } from "../src/core/ids.ts";
+import { claim } from "../src/store/postgres/claim.ts";
 import { CompleteBatcher } from "../src/store/postgres/complete-batch.ts";
+import { type Ctx, Sql } from "../src/store/postgres/db.ts";
+import { parseTarget } from "../src/store/postgres/pool.ts";
 import { PostgresStore } from "../src/store/postgres/postgres-store.ts";
 import type { Lease } from "../src/store/store.ts";
 import { sleep, tempDir, waitFor } from "./helpers.ts";
@@ -253,6 +257,41 @@ if (pgAvailableOrReport(unreachable, "PostgreSQL batched completion tests")) {
         );
       } finally {
         await Promise.all([a.close(), b.close()]);
+      }
+    });
+
+    test("a claim commits without waiting for a WAL flush, and only the claim", async () => {
+      const schema = fresh();
+      const store = new PostgresStore({ url: pgUrl(schema) });
+      await store.migrate();
+      await enqueueN(store, 3);
+      await store.close();
+      const client = new Client(parseTarget(pgUrl(schema)).client);
+      await client.connect();
+      const clock = new ManualClock(Date.now());
+      const c: Ctx = {
+        sql: new Sql(client as unknown as PoolClient),
+        clock,
+        ids: ulidGenerator(clock),
+        schema,
+        wake: { channel: "unused", payload: "" },
+        effects: { work: false, events: [] },
+      };
+      const setting = async () =>
+        (await client.query<{ s: string }>("SELECT current_setting('synchronous_commit') AS s")).rows[0]!.s;
+      try {
+        assert.equal(await setting(), "on");
+        await client.query("BEGIN");
+        assert.equal((await claim(c, "w", 1, 60_000)).length, 1);
+        assert.equal(await setting(), "off", "the claim's transaction commits asynchronously");
+        await client.query("COMMIT");
+        // Without a transaction around it (as the store runs it), the connection keeps its setting
+        // for the statements after it, such as a completion.
+        assert.equal(await setting(), "on");
+        assert.equal((await claim(c, "w", 1, 60_000)).length, 1);
+        assert.equal(await setting(), "on");
+      } finally {
+        await client.end();
       }
     });
 
