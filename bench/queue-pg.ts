@@ -7,10 +7,11 @@
 //    `store.enqueue`, pg-boss `insert`, graphile-worker `addJobs`). Drain: BENCH_CONCURRENCY
 //    (default 16) jobs in flight, from the first job in a handler's hands to the database
 //    showing none left to do. longhaul is drained with the store calls of its worker loop
-//    (bench/queue-pg/drain.ts: claim up to the free slots, complete each item in its own
-//    transaction) rather than the whole engine, whose handlers all do real work. pg-boss runs
-//    one `work()` worker with `batchSize` = concurrency, its handler running the batch at
-//    once (its maintainer's advice for concurrency in v10); after a full batch it calls
+//    (bench/queue-pg/drain.ts: claim up to the free slots, one `complete` call per item, which
+//    the store folds with the others made at the same moment into one statement) rather than
+//    the whole engine, whose handlers all do real work. pg-boss runs one `work()` worker
+//    with `batchSize` = concurrency, its handler running the batch at once (its maintainer's
+//    advice for concurrency in v10); after a full batch it calls
 //    `notifyWorker` (documented to bypass the polling interval) so it fetches again at once
 //    instead of sleeping up to `pollingIntervalSeconds` (minimum 0.5 s). graphile-worker runs
 //    with `concurrency` and its documented batching for throughput: `localQueue.size` =

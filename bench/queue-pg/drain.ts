@@ -16,7 +16,8 @@ export interface DrainOptions {
  * Claims and completes until a claim finds nothing and nothing is in flight; returns the ids
  * it completed. It makes the store calls the engine's worker loop makes (src/engine/worker.ts):
  * claim up to the free slots, claim again at once after a claim that found items, one
- * `complete` (its own transaction) per item, and expired-lease recovery at most once a second.
+ * `complete` call per item (PostgresStore folds the calls made at one moment into one
+ * statement), and expired-lease recovery at most once a second.
  * Two differences, both so that this measures the store's queue rather than the loop's idle
  * policy: with every slot busy it waits for its own next completion instead of probing
  * `nextRunAt` and sleeping, and it stops when the queue is empty instead of idling.

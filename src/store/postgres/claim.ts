@@ -26,7 +26,13 @@ import type { Ctx } from "./db.ts";
  *
  * Two claims that run at once can still pick different items of one key (neither sees the
  * other's lease before it commits). The unique index `work_leased_key` stops the second: its
- * UPDATE fails, and the transaction runner retries the claim, which then sees the key leased.
+ * UPDATE fails, and the transaction runner retries the claim, which then sees the key leased. *
+ * The claim commits without waiting for its WAL to reach disk (`synchronous_commit` off for
+ * its own transaction, set by the statement, since it runs without BEGIN): a claim lost to a
+ * server crash only puts its items back to pending with the attempt uncounted, and nothing
+ * done under such a lease can have lasted, because every later durable commit (a handler's
+ * write, the completion) flushes the WAL up to and past the claim. It saves one WAL flush per
+ * claim; the completion, which must not be lost, still waits for its own.
  */
 const CLAIM = `
 WITH RECURSIVE lanes (lane) AS (
@@ -86,7 +92,9 @@ leased AS (
    WHERE w.id = chosen.id
   RETURNING w.*
 )
-SELECT leased.* FROM leased JOIN chosen USING (id) ORDER BY chosen.turn, chosen.head, chosen.lane`;
+SELECT leased.* FROM leased JOIN chosen USING (id)
+ WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL
+ ORDER BY chosen.turn, chosen.head, chosen.lane`;
 
 /** Leases up to `limit` due items to `owner` for `leaseMs`, never two of one concurrency key. */
 export async function claim(c: Ctx, owner: string, limit: number, leaseMs: number): Promise<WorkItem[]> {

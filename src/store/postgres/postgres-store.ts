@@ -7,11 +7,11 @@ import { type InboxDbRow, toInbox } from "../rows.ts";
 import { type Runner, SqlStore } from "../sql/sql-store.ts";
 import type { Lease } from "../store.ts";
 import { claim } from "./claim.ts";
+import { CompleteBatcher, completeMany } from "./complete-batch.ts";
 import { latestSeqs } from "./event-log.ts";
 import { migrate } from "./migrate.ts";
 import { Notifier } from "./notifier.ts";
 import { createPool, parseTarget } from "./pool.ts";
-import { complete } from "./queue-ops.ts";
 import { Transactions } from "./transactions.ts";
 import { txOf } from "./tx.ts";
 
@@ -42,6 +42,11 @@ export class PostgresStore extends SqlStore {
   private readonly tx: Transactions;
   private readonly notifier: Notifier;
   private readonly clock: Clock;
+  /** `complete` calls made close together, folded into one statement. */
+  private readonly completions = new CompleteBatcher(
+    (leases) => this.tx.statement((c) => completeMany(c, leases)),
+    { maxInFlight: 2, maxBatch: 500 },
+  );
 
   protected readonly run: Runner = {
     write: (op) => this.tx.write((c) => op(txOf(c))),
@@ -142,6 +147,7 @@ export class PostgresStore extends SqlStore {
     return migrate(this.pool, this.schema, this.clock.now());
   }
   async close() {
+    await this.completions.idle();
     await this.notifier.stop();
     await this.pool.end();
   }
@@ -150,9 +156,12 @@ export class PostgresStore extends SqlStore {
   claim(owner: string, limit: number, leaseMs: number) {
     return this.tx.statement((c) => claim(c, owner, limit, leaseMs));
   }
-  /** The lease check, the delete and the wake-up in one statement, on the worker's hot path. */
+  /**
+   * The lease check, the delete and the wake-up in one statement, on the worker's hot path;
+   * completions made close together share it (`CompleteBatcher`), each with its own answer.
+   */
   override complete(lease: Lease) {
-    return this.tx.statement((c) => complete(c, lease));
+    return this.completions.complete(lease);
   }
   /** Nothing: other nodes may be alive and holding their leases; expiry hands them back. */
   async releaseOrphanedLeases() {

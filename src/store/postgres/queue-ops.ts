@@ -1,12 +1,11 @@
 import { defaultMaxAttempts } from "../../core/work-item.ts";
 import { json } from "../json.ts";
-import { leaseLost } from "../ops/queue-ops.ts";
-import type { Lease, NewWorkItem, WorkKind } from "../store.ts";
+import type { NewWorkItem, WorkKind } from "../store.ts";
 import type { Ctx } from "./db.ts";
 
 /*
- * What PostgreSQL's queue does its own way (the claim is in claim.ts): inserting a batch of
- * items in one statement, and completing an item in one statement without a transaction.
+ * What PostgreSQL's queue does its own way (the claim is in claim.ts, completing a batch of
+ * leases in one statement in complete-batch.ts): inserting a batch of items in one statement.
  * The rest of the queue is shared (ops/queue-ops.ts).
  */
 
@@ -85,24 +84,4 @@ function mergeByDedupeKey(items: readonly NewWorkItem[], now: number): WorkInser
     out.push(row);
   }
   return out;
-}
-
-/**
- * Deletes a finished item. LEASE_LOST unless `lease` still holds it. One statement: the lease
- * check, the delete, and the NOTIFY when an item of the same concurrency key may have been
- * waiting for this one, so it can run without a transaction around it.
- */
-export async function complete(c: Ctx, lease: Lease): Promise<void> {
-  const done =
-    /^\d{1,18}$/.test(lease.itemId) &&
-    (await c.sql.get<{ concurrency_key: string | null }>(
-      `WITH done AS (
-         DELETE FROM work_items WHERE id = $1 AND lease_owner = $2 AND status = 'leased'
-         RETURNING concurrency_key
-       )
-       SELECT concurrency_key, CASE WHEN concurrency_key IS NOT NULL THEN pg_notify($3, $4) END FROM done`,
-      [lease.itemId, lease.owner, c.wake.channel, c.wake.payload],
-    ));
-  if (!done) throw leaseLost(lease);
-  if (done.concurrency_key !== null) c.effects.work = true;
 }
