@@ -69,8 +69,7 @@ export async function startStack(
     path: opts.dbPath ?? join(tmp.dir, "longhaul.db"),
     ...(opts.clock ? { clock: opts.clock } : {}),
   };
-  const store =
-    opts.writer === "inline" ? new SqliteStore(storeOpts) : new ThreadedSqliteStore(storeOpts);
+  const store = opts.writer === "inline" ? new SqliteStore(storeOpts) : new ThreadedSqliteStore(storeOpts);
   await store.migrate();
   const sim = await startSimulator({
     secret: SIM_SECRET,

@@ -143,9 +143,13 @@ export class Worker {
         await this.safely(() => this.d.store.recoverExpiredLeases());
       }
       const free = this.concurrency - this.running.size;
-      let claimed: WorkItem[] = [];
-      if (free > 0)
-        claimed = (await this.safely(() => this.d.store.claim(this.id, free, this.leaseMs))) ?? [];
+      if (free === 0) {
+        // Every slot is busy: the first item to finish wakes the loop (track), so there is
+        // nothing to ask the store until then.
+        await this.sleep(this.idleMs);
+        continue;
+      }
+      const claimed = (await this.safely(() => this.d.store.claim(this.id, free, this.leaseMs))) ?? [];
       for (const item of claimed) this.track(this.handle(item));
       if (claimed.length > 0 && claimed.length === free) continue;
       await this.sleep(claimed.length > 0 ? 0 : await this.idleDelay());
