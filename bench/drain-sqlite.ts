@@ -178,7 +178,7 @@ async function main(): Promise<void> {
   const machine = machineLine();
   const command = commandLine("bench:drain-sqlite", ["BENCH_JOBS", "BENCH_CONCURRENCY", "BENCH_ROUNDS"]);
   const text = [
-    `${JOBS} no-op items per round, ${CONCURRENCY} in flight, enqueued 500 per call; SQLite WAL synchronous=FULL; median of ${ROUNDS} interleaved rounds after a warm-up round`,
+    `${JOBS} no-op items per round, ${CONCURRENCY} in flight, enqueued 500 per call; SQLite WAL, every write on disk before its answer (the ceiling: synchronous=FULL); median of ${ROUNDS} interleaved rounds after a warm-up round`,
     "",
     table(rows),
   ].join("\n");

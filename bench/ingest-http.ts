@@ -3,7 +3,7 @@
 // 1. the ceiling: bench/ceiling/standard-webhooks-server.mjs, a bare node:http server that only
 //    reads the body and checks the Standard Webhooks signature, then answers 200 `{}` or 401;
 // 2. `longhaul serve --role api` (bin/longhaul.mjs, the compiled CLI: run `npm run build`
-//    first) on a fresh SQLite file (WAL, synchronous=FULL), one `standard-webhooks` source for
+//    first) on a fresh SQLite file (WAL, synced before each answer), one `standard-webhooks` source for
 //    provider `sim` with the same secret: verify, record in the inbox, enqueue, answer;
 // 3. `longhaul serve --role all` (API and worker in one process, as under `dev`) on another
 //    fresh file: the same, while the worker applies the events as they arrive (they name jobs
@@ -283,7 +283,7 @@ async function main(): Promise<void> {
     `- ${name}: ${d.answered2xx} deliveries answered 2xx, ${d.rows} inbox rows, ${d.missing} answered 2xx without a row` +
     ` (${d.rows - d.answered2xx + d.missing} rows beyond the 2xx: requests in flight when the generator stopped); inbox: ${d.statuses}`;
   const text = [
-    `${CONNECTIONS} connections, 2 s warm-up then ${SECONDS} s measured per server, loopback; each server and the load generator (autocannon) in a process of its own; /healthz windows of ${HEALTH_SECONDS} s; SQLite WAL synchronous=FULL; LONGHAUL_LOG_LEVEL=${LOG_LEVEL}`,
+    `${CONNECTIONS} connections, 2 s warm-up then ${SECONDS} s measured per server, loopback; each server and the load generator (autocannon) in a process of its own; /healthz windows of ${HEALTH_SECONDS} s; SQLite WAL, each write on disk before its answer; LONGHAUL_LOG_LEVEL=${LOG_LEVEL}`,
     "",
     table(rows),
     "",

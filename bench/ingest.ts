@@ -180,7 +180,7 @@ async function main(): Promise<void> {
   await server.terminate();
 
   console.log(
-    `\n${REQUESTS} signed deliveries per round, ${CONCURRENCY} concurrent, loopback, server in its own thread, SQLite WAL synchronous=FULL (node ${process.version}, ${cpus().length} CPUs)\n`,
+    `\n${REQUESTS} signed deliveries per round, ${CONCURRENCY} concurrent, loopback, server in its own thread, SQLite WAL synced before each answer (node ${process.version}, ${cpus().length} CPUs)\n`,
   );
   console.log(table(rows));
   console.log("\nmedian of 3 interleaved rounds; verify alone: the verifier in process, no HTTP or store");

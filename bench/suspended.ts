@@ -372,7 +372,7 @@ async function measure(
 
   console.log(
     `\nN = ${N} suspended tasks (after ${WARM_TASKS} before the baseline), M = ${callbackPosts.sent} callbacks at ${RATE}/s, ` +
-      `${availableParallelism()} cores, Node ${process.version}, SQLite WAL synchronous=FULL, loopback\n`,
+      `${availableParallelism()} cores, Node ${process.version}, SQLite WAL synced before each answer, loopback\n`,
   );
   console.log(
     table([

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 import Database from "better-sqlite3";
 import { LonghaulError } from "../src/core/errors.ts";
+import { GroupCommit } from "../src/store/sqlite/group-commit.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
 import { tempDir } from "./helpers.ts";
 import { storeContract } from "./store-contract.ts";
@@ -17,12 +18,69 @@ storeContract("sqlite", async (clock) => {
   return store;
 });
 
-test("the database runs in WAL mode with synchronous=FULL", async () => {
+test("the database runs in WAL mode; the writer commits without syncing and the group commit syncs the WAL", async () => {
   const store = new SqliteStore({ path: join(tmp.dir, "pragmas.db") });
   await store.migrate();
   assert.equal(store.db.pragma("journal_mode", { simple: true }), "wal");
-  assert.equal(store.db.pragma("synchronous", { simple: true }), 2);
+  assert.equal(store.db.pragma("synchronous", { simple: true }), 1, "NORMAL: the sync is the group commit's");
+  assert.ok(await store.createTenant({ name: "a", keyHash: "hp" }));
   await store.close();
+  // An in-memory database has no WAL to sync: SQLite's own setting stays.
+  const memory = new SqliteStore({ path: ":memory:" });
+  assert.equal(memory.db.pragma("synchronous", { simple: true }), 2);
+  await memory.close();
+});
+
+test("a write is answered only once a WAL sync begun after its COMMIT returns; the next batch commits meanwhile", async () => {
+  const path = join(tmp.dir, "pipelined.db");
+  const db = new Database(path);
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = NORMAL");
+  db.exec("CREATE TABLE t (x INTEGER)");
+  const syncs: { release: (err?: Error) => void; rows: number }[] = [];
+  const count = () => (db.prepare("SELECT count(*) AS n FROM t").get() as { n: number }).n;
+  const writer = new GroupCommit(db, 512, {
+    syncWal: () =>
+      new Promise<void>((resolve, reject) => {
+        syncs.push({ release: (err) => (err ? reject(err) : resolve()), rows: count() });
+      }),
+  });
+  const settled = new Set<string>();
+  const track = (name: string, p: Promise<unknown>) =>
+    p.then(
+      () => settled.add(`${name}:ok`),
+      () => settled.add(`${name}:failed`),
+    );
+  const insert = (x: number) => writer.run(() => db.prepare("INSERT INTO t VALUES (?)").run(x));
+  const tick = () => new Promise((r) => setImmediate(r));
+
+  const first = track("first", insert(1));
+  await tick();
+  await tick();
+  assert.equal(syncs.length, 1, "the first batch committed and its sync began");
+  assert.equal(syncs[0]!.rows, 1);
+  assert.equal(settled.size, 0, "not answered before its sync returns");
+
+  // The next batch runs and commits while the first sync is still in flight.
+  const second = track("second", insert(2));
+  await tick();
+  await tick();
+  assert.equal(count(), 2, "the second batch committed during the first sync");
+  assert.equal(settled.size, 0);
+
+  syncs[0]!.release();
+  await first;
+  assert.deepEqual(
+    [...settled],
+    ["first:ok"],
+    "the first sync began before the second COMMIT: it covers only the first",
+  );
+  await tick();
+  assert.equal(syncs.length, 2, "a second sync covers the second batch");
+  syncs[1]!.release(new Error("EIO"));
+  await second;
+  assert.ok(settled.has("second:failed"), "a failed sync fails the writes it was to make durable");
+  db.close();
 });
 
 test("writes of one tick share one transaction, and a failing one is rolled back alone", async () => {

@@ -11,10 +11,11 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 /**
  * Group commit: every write submitted in one tick runs in one SQLite transaction, so many
- * concurrent requests share one fsync (with `synchronous=FULL`). Each operation runs in its
- * own savepoint, so one that throws is rolled back alone and rejects alone; the others
- * commit. Promises resolve only after COMMIT returns, that is, once the data is durable
- * (ARCHITECTURE §3.1).
+ * concurrent requests share one fsync of the WAL (made by SQLite at COMMIT with
+ * `synchronous=FULL`, or by this class after COMMIT, pipelined with the next batch). Each
+ * operation runs in its own savepoint, so one that throws is rolled back alone and rejects
+ * alone; the others commit. Promises resolve only once the data is durable: after COMMIT,
+ * and after the WAL's sync when this class makes it (ARCHITECTURE §3.1).
  *
  * Operations are async functions (they are shared with PostgreSQL), awaited one after
  * another: BEGIN IMMEDIATE, then SAVEPOINT, the operation, RELEASE or ROLLBACK TO for each,
@@ -35,10 +36,23 @@ export class GroupCommit {
     Statement
   >;
 
+  /**
+   * Pipelined durability: set when the connection commits without syncing (`synchronous =
+   * NORMAL`) and this class syncs the WAL itself. Each batch is answered once a sync of the
+   * WAL begun after its COMMIT has returned, and the next batch runs while that sync is in
+   * flight: one sync covers every batch committed before it began.
+   */
+  private readonly syncWal: (() => Promise<void>) | null;
+  /** Batches committed and not yet covered by a sync. */
+  private unsynced: ((err?: unknown) => void)[] = [];
+  private syncing: Promise<void> | null = null;
+
   constructor(
     private readonly db: Database,
     private readonly maxBatch = 512,
+    opts: { syncWal?: () => Promise<void> } = {},
   ) {
+    this.syncWal = opts.syncWal ?? null;
     this.s = {
       begin: db.prepare("BEGIN IMMEDIATE"),
       commit: db.prepare("COMMIT"),
@@ -90,12 +104,39 @@ export class GroupCommit {
         for (const p of batch) p.reject(mapped);
         continue;
       }
-      batch.forEach((p, i) => {
-        const r = results[i]!;
-        if (r.ok) p.resolve(r.value);
-        else p.reject(storageError(r.error));
-      });
+      const answer = (err?: unknown) =>
+        batch.forEach((p, i) => {
+          const r = results[i]!;
+          if (err) p.reject(storageError(err));
+          else if (r.ok) p.resolve(r.value);
+          else p.reject(storageError(r.error));
+        });
+      if (this.syncWal) this.afterCommit(answer);
+      else answer();
     }
+  }
+
+  /** Answers the batch once a sync of the WAL that begins after its COMMIT has returned. */
+  private afterCommit(answer: (err?: unknown) => void): void {
+    this.unsynced.push(answer);
+    if (!this.syncing) this.syncing = this.sync();
+  }
+
+  private async sync(): Promise<void> {
+    while (this.unsynced.length > 0) {
+      const covered = this.unsynced;
+      this.unsynced = [];
+      let error: unknown;
+      try {
+        await this.syncWal!();
+      } catch (err) {
+        // Committed but perhaps not on disk: the callers are told it failed (a retry is
+        // deduplicated by its key), never that it is durable.
+        error = err;
+      }
+      for (const answer of covered) answer(error);
+    }
+    this.syncing = null;
   }
 
   private rollback(): void {

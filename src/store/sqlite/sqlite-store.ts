@@ -1,5 +1,5 @@
 import { EventEmitter } from "node:events";
-import { mkdirSync } from "node:fs";
+import { closeSync, fdatasync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import type Database from "better-sqlite3";
 import { type Clock, systemClock } from "../../core/clock.ts";
@@ -43,6 +43,8 @@ export class SqliteStore extends SqlStore {
   private readonly taskEventListeners = new Set<(tenantId: string, seq: number) => void>();
   /** Set when a write failed for lack of disk space; cleared once a probe write commits. */
   private storageFull = false;
+  /** A file's WAL, which the group commit syncs after each COMMIT. */
+  private wal: { path: string; fd: number | null } | null = null;
   /**
    * The time of the running write: taken when the write was submitted, and the same for every
    * read of the clock inside it (as PostgreSQL's `now()` is the transaction's). Null between writes.
@@ -64,7 +66,16 @@ export class SqliteStore extends SqlStore {
     this.sql = new Sql(this.db);
     const txClock: Clock = { now: () => this.writeTime ?? clock.now() };
     this.tx = sqliteTx(this.sql, txClock, opts.ids ?? ulidGenerator(txClock), this.effects);
-    this.writer = new GroupCommit(this.db);
+    // A file's WAL is synced by the group commit after COMMIT, pipelined with the next batch;
+    // SQLite still syncs around checkpoints itself (synchronous=NORMAL). Every write is
+    // answered only once the WAL holding it is on disk, as with synchronous=FULL.
+    if (opts.path === ":memory:") {
+      this.writer = new GroupCommit(this.db);
+    } else {
+      this.db.pragma("synchronous = NORMAL");
+      this.wal = { path: `${opts.path}-wal`, fd: null };
+      this.writer = new GroupCommit(this.db, 512, { syncWal: () => this.syncWal() });
+    }
     this.signals.setMaxListeners(0);
   }
 
@@ -173,7 +184,17 @@ export class SqliteStore extends SqlStore {
   }
   async close() {
     await this.writer.run(() => undefined);
+    if (this.wal?.fd != null) closeSync(this.wal.fd);
     this.db.close();
+  }
+
+  /** The WAL's committed frames onto the disk (as SQLite's own sync at COMMIT would). */
+  private syncWal(): Promise<void> {
+    const wal = this.wal!;
+    // The WAL exists from the first COMMIT on, which comes before the first sync.
+    wal.fd ??= openSync(wal.path, "r");
+    const fd = wal.fd;
+    return new Promise((resolve, reject) => fdatasync(fd, (err) => (err ? reject(err) : resolve())));
   }
 
   /** Claims run as writes: the one writer takes items with plain reads and updates. */
