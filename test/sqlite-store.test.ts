@@ -61,12 +61,19 @@ test("a write is answered only once a WAL sync begun after its COMMIT returns; t
   assert.equal(syncs[0]!.rows, 1);
   assert.equal(settled.size, 0, "not answered before its sync returns");
 
-  // The next batch runs and commits while the first sync is still in flight.
+  // The next batch runs and commits while the first sync is still in flight. A write asked
+  // to be answered at COMMIT (a claim) is answered then, before any sync.
   const second = track("second", insert(2));
+  const atCommit = track(
+    "atCommit",
+    writer.run(() => db.prepare("INSERT INTO t VALUES (3)").run(), { atCommit: true }),
+  );
   await tick();
   await tick();
-  assert.equal(count(), 2, "the second batch committed during the first sync");
-  assert.equal(settled.size, 0);
+  await atCommit;
+  assert.equal(count(), 3, "the second batch committed during the first sync");
+  assert.deepEqual([...settled], ["atCommit:ok"]);
+  settled.clear();
 
   syncs[0]!.release();
   await first;

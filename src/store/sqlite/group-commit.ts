@@ -5,6 +5,8 @@ interface Pending {
   op: () => unknown;
   resolve: (v: any) => void;
   reject: (e: unknown) => void;
+  /** Answered at COMMIT, before the WAL's sync (a write whose loss to a power cut is harmless). */
+  atCommit: boolean;
 }
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
@@ -63,9 +65,14 @@ export class GroupCommit {
     };
   }
 
-  run<T>(op: () => T | Promise<T>): Promise<T> {
+  /**
+   * Runs `op` in the next batch. With `atCommit`, it is answered as soon as its batch has
+   * committed, without waiting for the WAL's sync: for a write whose loss to a power cut
+   * harms nothing (a claim: SQLite hands every lease back at start anyway).
+   */
+  run<T>(op: () => T | Promise<T>, opts: { atCommit?: boolean } = {}): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ op, resolve, reject });
+      this.queue.push({ op, resolve, reject, atCommit: opts.atCommit === true });
       this.schedule();
     });
   }
@@ -104,15 +111,20 @@ export class GroupCommit {
         for (const p of batch) p.reject(mapped);
         continue;
       }
-      const answer = (err?: unknown) =>
+      const answer = (which: (p: Pending) => boolean, err?: unknown) =>
         batch.forEach((p, i) => {
+          if (!which(p)) return;
           const r = results[i]!;
           if (err) p.reject(storageError(err));
           else if (r.ok) p.resolve(r.value);
           else p.reject(storageError(r.error));
         });
-      if (this.syncWal) this.afterCommit(answer);
-      else answer();
+      if (this.syncWal) {
+        answer((p) => p.atCommit);
+        this.afterCommit((err) => answer((p) => !p.atCommit, err));
+      } else {
+        answer(() => true);
+      }
     }
   }
 

@@ -83,7 +83,7 @@ export class SqliteStore extends SqlStore {
    * A write in its savepoint of the group commit's transaction. The operation's task events
    * are appended at its end, with the deliveries they owe, and announced after COMMIT.
    */
-  private write<T>(op: (tx: Tx) => Promise<T>): Promise<T> {
+  private write<T>(op: (tx: Tx) => Promise<T>, opts: { atCommit?: boolean } = {}): Promise<T> {
     let appended: AppendedEvent[] = [];
     let work = false;
     const at = this.clock.now();
@@ -102,7 +102,7 @@ export class SqliteStore extends SqlStore {
         } finally {
           this.writeTime = null;
         }
-      })
+      }, opts)
       .then((v) => {
         if (work) this.signals.emit("work");
         // Resolved only after COMMIT: the events announced here are durable.
@@ -197,9 +197,16 @@ export class SqliteStore extends SqlStore {
     return new Promise((resolve, reject) => fdatasync(fd, (err) => (err ? reject(err) : resolve())));
   }
 
-  /** Claims run as writes: the one writer takes items with plain reads and updates. */
+  /**
+   * Claims run as writes: the one writer takes items with plain reads and updates. A claim is
+   * answered at COMMIT, before the WAL's sync: one lost to a power cut only leaves its items
+   * pending, as every lease is handed back at start anyway (`releaseOrphanedLeases`), and
+   * any write made under it syncs the claim first.
+   */
   claim(owner: string, limit: number, leaseMs: number) {
-    return this.write(async (tx) => claim(this.sql, tx.clock.now(), owner, limit, leaseMs));
+    return this.write(async (tx) => claim(this.sql, tx.clock.now(), owner, limit, leaseMs), {
+      atCommit: true,
+    });
   }
   /** One process owns the file: leases left by an earlier process are orphans, handed back now. */
   releaseOrphanedLeases() {
