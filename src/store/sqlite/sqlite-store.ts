@@ -1,4 +1,3 @@
-import { EventEmitter } from "node:events";
 import { closeSync, fdatasync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import type Database from "better-sqlite3";
@@ -16,6 +15,7 @@ import { openDatabase, Sql } from "./db.ts";
 import { appendTaskEvents } from "./event-log.ts";
 import { GroupCommit } from "./group-commit.ts";
 import { migrate } from "./migrate.ts";
+import { LocalNotifier } from "./notifier.ts";
 import { type Effects, sqliteTx } from "./tx.ts";
 
 export interface SqliteStoreOptions {
@@ -39,8 +39,7 @@ export class SqliteStore extends SqlStore {
   /** The shared operations' view of the connection. */
   private readonly tx: Tx;
   private readonly writer: GroupCommit;
-  private readonly signals = new EventEmitter();
-  private readonly taskEventListeners = new Set<(tenantId: string, seq: number) => void>();
+  private readonly notifier = new LocalNotifier();
   /** Set when a write failed for lack of disk space; cleared once a probe write commits. */
   private storageFull = false;
   /** A file's WAL, which the group commit syncs after each COMMIT. */
@@ -76,7 +75,6 @@ export class SqliteStore extends SqlStore {
       this.wal = { path: `${opts.path}-wal`, fd: null };
       this.writer = new GroupCommit(this.db, 512, { syncWal: () => this.syncWal() });
     }
-    this.signals.setMaxListeners(0);
   }
 
   /**
@@ -104,9 +102,9 @@ export class SqliteStore extends SqlStore {
         }
       }, opts)
       .then((v) => {
-        if (work) this.signals.emit("work");
+        if (work) this.notifier.wake();
         // Resolved only after COMMIT: the events announced here are durable.
-        this.announce(appended);
+        for (const e of appended) this.notifier.announce(e.tenantId, e.seq);
         return v;
       })
       .catch((err: unknown) => {
@@ -125,19 +123,6 @@ export class SqliteStore extends SqlStore {
     return op(this.tx);
   }
 
-  private announce(events: readonly AppendedEvent[]): void {
-    for (const e of events) {
-      for (const fn of this.taskEventListeners) {
-        try {
-          fn(e.tenantId, e.seq);
-        } catch (err) {
-          // The write has committed; a listener's failure must not turn it into a rejection.
-          process.emitWarning(`task event listener failed: ${(err as Error).message}`);
-        }
-      }
-    }
-  }
-
   /** Write transactions committed so far (group commit folds a tick's writes into one). */
   get commits(): number {
     return this.writer.commits;
@@ -145,13 +130,11 @@ export class SqliteStore extends SqlStore {
 
   /** Calls `fn` after a commit that may have made work due. */
   onWork(fn: () => void): () => void {
-    this.signals.on("work", fn);
-    return () => this.signals.off("work", fn);
+    return this.notifier.onWork(fn);
   }
 
   onTaskEvents(fn: (tenantId: string, seq: number) => void): () => void {
-    this.taskEventListeners.add(fn);
-    return () => this.taskEventListeners.delete(fn);
+    return this.notifier.onTaskEvents(fn);
   }
 
   /**

@@ -1,4 +1,3 @@
-import { EventEmitter } from "node:events";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { Worker } from "node:worker_threads";
@@ -11,6 +10,7 @@ import { operationKinds, type Runner, SqlStore } from "../sql/sql-store.ts";
 import type { Tx } from "../sql/tx.ts";
 import type { WorkItem } from "../store.ts";
 import { openDatabase, Sql } from "./db.ts";
+import { LocalNotifier } from "./notifier.ts";
 import { inboxForJobs } from "./sqlite-store.ts";
 import { type Effects, sqliteTx } from "./tx.ts";
 import { type Call, errorIn, type Reply, revive } from "./writer-wire.ts";
@@ -153,8 +153,7 @@ export class ThreadedSqliteStore extends SqlStore {
   /** Set once the writer thread has stopped under this store. */
   private stopped: Error | null = null;
   private closing: Promise<void> | null = null;
-  private readonly signals = new EventEmitter();
-  private readonly taskEventListeners = new Set<(tenantId: string, seq: number) => void>();
+  private readonly notifier = new LocalNotifier();
   /** Transactions on this thread's connection run one at a time. */
   private chain: Promise<unknown> = Promise.resolve();
   private readonly s: Record<"begin" | "beginWrite" | "commit" | "rollback", Database.Statement>;
@@ -178,7 +177,6 @@ export class ThreadedSqliteStore extends SqlStore {
       commit: this.db.prepare("COMMIT"),
       rollback: this.db.prepare("ROLLBACK"),
     };
-    this.signals.setMaxListeners(0);
 
     shared ??= new WriterThread();
     this.writer = shared;
@@ -208,24 +206,13 @@ export class ThreadedSqliteStore extends SqlStore {
     if (r.commits !== undefined) this.commits = r.commits;
     if (r.events) {
       const { tenants, seqs } = r.events;
-      for (let i = 0; i < seqs.length; i++) this.announce(tenants[i]!, seqs[i]!);
+      for (let i = 0; i < seqs.length; i++) this.notifier.announce(tenants[i]!, seqs[i]!);
     }
-    if (r.work) this.signals.emit("work");
+    if (r.work) this.notifier.wake();
   }
 
   private onStopped(error: Error): void {
     this.stopped ??= error;
-  }
-
-  private announce(tenantId: string, seq: number): void {
-    for (const fn of this.taskEventListeners) {
-      try {
-        fn(tenantId, seq);
-      } catch (err) {
-        // The write has committed; a listener's failure must not turn it into a rejection.
-        process.emitWarning(`task event listener failed: ${(err as Error).message}`);
-      }
-    }
   }
 
   /** `op` in a transaction of this thread's connection, never two at once. */
@@ -279,12 +266,10 @@ export class ThreadedSqliteStore extends SqlStore {
     return this.call("migrate", []);
   }
   onWork(fn: () => void): () => void {
-    this.signals.on("work", fn);
-    return () => this.signals.off("work", fn);
+    return this.notifier.onWork(fn);
   }
   onTaskEvents(fn: (tenantId: string, seq: number) => void): () => void {
-    this.taskEventListeners.add(fn);
-    return () => this.taskEventListeners.delete(fn);
+    return this.notifier.onTaskEvents(fn);
   }
   /** Lets every write sent so far commit, closes the store's connections. */
   close(): Promise<void> {

@@ -1,0 +1,40 @@
+import { EventEmitter } from "node:events";
+
+/**
+ * SQLite's notifications, within one process: "work may be due" and "a task event was
+ * appended", both raised after COMMIT. A listener's failure is a warning: the write it
+ * announces has committed and must not turn into a rejection.
+ */
+export class LocalNotifier {
+  private readonly work = new EventEmitter();
+  private readonly taskEventListeners = new Set<(tenantId: string, seq: number) => void>();
+
+  constructor() {
+    this.work.setMaxListeners(0);
+  }
+
+  /** Calls `fn` after a commit that may have made work due. */
+  onWork(fn: () => void): () => void {
+    this.work.on("work", fn);
+    return () => this.work.off("work", fn);
+  }
+
+  onTaskEvents(fn: (tenantId: string, seq: number) => void): () => void {
+    this.taskEventListeners.add(fn);
+    return () => this.taskEventListeners.delete(fn);
+  }
+
+  wake(): void {
+    this.work.emit("work");
+  }
+
+  announce(tenantId: string, seq: number): void {
+    for (const fn of this.taskEventListeners) {
+      try {
+        fn(tenantId, seq);
+      } catch (err) {
+        process.emitWarning(`task event listener failed: ${(err as Error).message}`);
+      }
+    }
+  }
+}
