@@ -8,6 +8,7 @@ import { openStore } from "../src/store/open-store.ts";
 import { operationKinds } from "../src/store/sql/sql-store.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
 import { ThreadedSqliteStore } from "../src/store/sqlite/threaded-store.ts";
+import { pack } from "../src/store/sqlite/writer-wire.ts";
 import { tempDir } from "./helpers.ts";
 import { storeContract } from "./store-contract.ts";
 
@@ -117,6 +118,24 @@ test("a write resolves after COMMIT: another connection sees it, with its events
   assert.ok(Buffer.isBuffer(replayed.body));
   assert.deepEqual(replayed.body, body);
   await store.close();
+});
+
+test("a byte view crosses as its own bytes, not its whole pooled buffer, and the caller's values stay as they were", () => {
+  // A small Buffer is a slice of Node's shared pool: cloned as it is, its 8 KiB would cross.
+  const body = Buffer.from('{"id":"e1"}');
+  assert.ok(body.buffer.byteLength > body.byteLength, "Buffer.from of a short string is a pool slice");
+  const event = { source: "s", eventId: "e1", body };
+  const args = [event, 7];
+  const packed = pack(args) as [{ body: Uint8Array }, number];
+  assert.notEqual(packed, args);
+  assert.equal(packed[0].body.buffer.byteLength, body.byteLength, "only the view's bytes cross");
+  assert.deepEqual(Buffer.from(packed[0].body), body);
+  assert.equal(packed[1], 7);
+  assert.equal(args[0], event, "the caller's array is unchanged");
+  assert.equal(event.body, body, "and so is its object");
+  const exact = new Uint8Array(4);
+  const plain = [{ a: 1, b: [exact, "x"] }];
+  assert.equal(pack(plain), plain, "nothing to compact: the same values, no copy");
 });
 
 test("when the writer thread dies, waiting and later writes fail with STORE_UNAVAILABLE instead of hanging", async () => {

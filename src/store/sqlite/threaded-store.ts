@@ -13,7 +13,7 @@ import { openDatabase, Sql } from "./db.ts";
 import { LocalNotifier } from "./notifier.ts";
 import { inboxForJobs } from "./sqlite-store.ts";
 import { type Effects, sqliteTx } from "./tx.ts";
-import { type Call, errorIn, type Reply, revive } from "./writer-wire.ts";
+import { type Call, errorIn, pack, type Reply, revive } from "./writer-wire.ts";
 
 export interface ThreadedSqliteStoreOptions {
   /** The database file (not `:memory:`: two connections must see the same database). */
@@ -68,7 +68,7 @@ class WriterThread {
     return new Promise<T>((resolve, reject) => {
       if (this.waiting.size === 0) this.worker.ref();
       this.waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      this.send({ id, store, method, args, now });
+      this.send({ id, store, method, args: pack(args) as unknown[], now });
       if (method === "close") this.links.delete(store);
     });
   }

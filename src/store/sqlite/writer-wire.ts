@@ -57,6 +57,34 @@ export function errorIn(w: WireError): Error {
   return e;
 }
 
+/**
+ * `v` ready to cross: a structured clone copies a view's whole ArrayBuffer, and a small Buffer
+ * is usually a slice of Node's shared 8 KiB pool (a 300-byte webhook body would carry 8 KiB).
+ * Each byte view that does not span its buffer is replaced by an exact copy; objects and
+ * arrays holding one are copied, never changed, so the caller's values stay as they were.
+ */
+export function pack(v: unknown): unknown {
+  if (v instanceof Uint8Array) return v.byteLength === v.buffer.byteLength ? v : new Uint8Array(v);
+  if (Array.isArray(v)) {
+    let out: unknown[] | null = null;
+    for (let i = 0; i < v.length; i++) {
+      const p = pack(v[i]);
+      if (p !== v[i]) (out ??= v.slice())[i] = p;
+    }
+    return out ?? v;
+  }
+  if (v !== null && typeof v === "object" && Object.getPrototypeOf(v) === Object.prototype) {
+    const o = v as Record<string, unknown>;
+    let out: Record<string, unknown> | null = null;
+    for (const k in o) {
+      const p = pack(o[k]);
+      if (p !== o[k]) (out ??= { ...o })[k] = p;
+    }
+    return out ?? v;
+  }
+  return v;
+}
+
 /** `v` with every Uint8Array that crossed the thread boundary a Buffer again (a view, no copy). */
 export function revive(v: unknown): unknown {
   if (v instanceof Uint8Array) {
