@@ -21,6 +21,11 @@
 // generator saw answered 2xx must be a row of the inbox; rows beyond those are requests still
 // in flight when the generator stopped (at most one per connection and run).
 //
+// Beside each rate, the server's CPU time over the load (user + system, all its threads, from
+// /proc) per request answered: on a 2-core machine the generator takes one core and the rate
+// mostly shows how the other is shared; CPU per request is each server's own cost, and its
+// ratio to the ceiling's is the fair comparison there.
+//
 // The table goes to stdout and is appended to bench/RESULTS.md with the machine and the command.
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -54,6 +59,8 @@ interface Load {
   timeouts: number;
   warmup: { ok: number; non2xx: number } | null;
   ok_ids?: number;
+  /** CPU time (user + system, all threads) the server spent per request answered, warm-up included. */
+  cpu_us?: number | null;
 }
 
 const children = new Set<ChildProcess>();
@@ -77,11 +84,25 @@ function start(args: string[], env: NodeJS.ProcessEnv = {}): { child: ChildProce
   return { child, output: () => out };
 }
 
-/** Runs the load generator to its end and returns its JSON line. */
+/**
+ * The CPU time a process has used so far, in seconds (user + system, all its threads), from
+ * /proc; null where there is none. On 2 cores the load generator takes one, so requests per
+ * second alone mostly measure how the rest is shared: CPU per request is the server's own cost.
+ */
+function cpuSeconds(pid: number | undefined): number | null {
+  if (pid === undefined || !existsSync(`/proc/${pid}/stat`)) return null;
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  // utime and stime, fields 14 and 15 of stat(5), in clock ticks (100 a second on Linux).
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** Runs the load generator to its end and returns its JSON line, with `server`'s CPU per request. */
 async function load(
   url: string,
   opts: { sign: boolean; warmup: number; seconds?: number; idsOut?: string; idPrefix?: string },
+  server?: ChildProcess,
 ) {
+  const cpu0 = cpuSeconds(server?.pid);
   const args = [
     here("./load-autocannon.mjs"),
     "--url",
@@ -101,7 +122,11 @@ async function load(
   const last = output().trim().split("\n").at(-1) ?? "";
   if (code !== 0 || !last.startsWith("{"))
     throw new Error(`the load generator failed (${code}):\n${output()}`);
-  return JSON.parse(last) as Load;
+  const r = JSON.parse(last) as Load;
+  const cpu1 = cpuSeconds(server?.pid);
+  const answered = r.ok + r.non2xx + (r.warmup ? r.warmup.ok + r.warmup.non2xx : 0);
+  r.cpu_us = cpu0 === null || cpu1 === null || answered === 0 ? null : ((cpu1 - cpu0) * 1e6) / answered;
+  return r;
 }
 
 async function waitHealthy(url: string, child: ChildProcess, output: () => string): Promise<void> {
@@ -123,7 +148,7 @@ async function ceiling(): Promise<Load> {
   while (!output().includes("\n") && Date.now() < deadline) await sleep(20);
   const { url } = JSON.parse(output().split("\n")[0]!) as { url: string };
   try {
-    return await load(`${url}/hooks/${SOURCE}`, { sign: true, warmup: 2, idPrefix: "ceiling" });
+    return await load(`${url}/hooks/${SOURCE}`, { sign: true, warmup: 2, idPrefix: "ceiling" }, child);
   } finally {
     await stopChild(child);
   }
@@ -185,7 +210,7 @@ async function longhaul(role: "api" | "all"): Promise<LonghaulRun> {
     if (role === "all") {
       // Warm the /healthz route while idle, so that neither health measurement is its first use.
       await load(`${url}/healthz`, { sign: false, warmup: 0, seconds: 1 }).catch(() => undefined);
-      ingest = await load(`${url}/hooks/${SOURCE}`, { sign: true, warmup: 2, idsOut, idPrefix: role });
+      ingest = await load(`${url}/hooks/${SOURCE}`, { sign: true, warmup: 2, idsOut, idPrefix: role }, child);
       const backlogBefore = backlog(file);
       const t0 = performance.now();
       const busy = await load(`${url}/healthz`, { sign: false, warmup: 0, seconds: HEALTH_SECONDS });
@@ -199,7 +224,7 @@ async function longhaul(role: "api" | "all"): Promise<LonghaulRun> {
       const idle = await load(`${url}/healthz`, { sign: false, warmup: 0, seconds: HEALTH_SECONDS });
       health = { busy, idle, backlogBefore, backlogAfter, drainS };
     } else {
-      ingest = await load(`${url}/hooks/${SOURCE}`, { sign: true, warmup: 2, idsOut, idPrefix: role });
+      ingest = await load(`${url}/hooks/${SOURCE}`, { sign: true, warmup: 2, idsOut, idPrefix: role }, child);
     }
     await stopChild(child);
     run = { ingest, durability: durability(file, idsOut), ...(health ? { health } : {}) };
@@ -256,21 +281,24 @@ async function main(): Promise<void> {
   const all = await longhaul("all");
   const h = all.health!;
 
-  const row = (what: string, r: Load, base: number | null, of: string) => ({
+  const row = (what: string, r: Load, base: Load | null, of: string) => ({
     what,
     "req/s": fmt(r.rps, 0),
     "p50 ms": fmt(r.p50_ms, 0),
     "p99 ms": fmt(r.p99_ms, 0),
     "non-2xx, errors": r.non2xx + r.errors + r.timeouts,
-    ratio: base === null ? "1.00" : fmt(r.rps / base, 2),
+    ratio: base === null ? "1.00" : fmt(r.rps / base.rps, 2),
     of,
+    "server CPU µs/req": r.cpu_us == null ? "–" : fmt(r.cpu_us, 0),
+    "CPU ÷ ceiling's":
+      r.cpu_us == null || top.cpu_us == null || base !== top ? "–" : fmt(r.cpu_us / top.cpu_us, 2),
   });
   const rows = [
     row("ceiling: bare node:http, signature check only", top, null, "–"),
-    row("longhaul serve --role api (verify, record, enqueue)", api.ingest, top.rps, "ceiling"),
-    row("longhaul serve --role all (the same, worker applying)", all.ingest, top.rps, "ceiling"),
+    row("longhaul serve --role api (verify, record, enqueue)", api.ingest, top, "ceiling"),
+    row("longhaul serve --role all (the same, worker applying)", all.ingest, top, "ceiling"),
     row("/healthz on --role all, idle", h.idle, null, "–"),
-    row("/healthz on --role all, worker applying the backlog", h.busy, h.idle.rps, "idle /healthz"),
+    row("/healthz on --role all, worker applying the backlog", h.busy, h.idle, "idle /healthz"),
   ];
   const machine = machineLine();
   const command = commandLine("bench:ingest-http", [
