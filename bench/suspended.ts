@@ -6,11 +6,14 @@
 //    (a pending promise, its resolver in a map by task id, the awaiting async frame).
 // 2. Resume latency: callbacks POSTed over loopback at an open-loop 500/s, from the POST being
 //    sent to the task being `succeeded` in the store, beside the same POSTs at the same rate
-//    against a no-op route on the same server (the cost of HTTP alone: the ceiling).
+//    against a no-op route on the same server (the cost of HTTP alone: the ceiling), and the
+//    disk's own latency at the same rate: a 512-byte append and fdatasync on the same disk (every
+//    durable write waits for one; a resume makes several in turn).
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { open } from "node:fs/promises";
 import { availableParallelism, tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { pino } from "pino";
 import { createLonghaul, type Longhaul } from "../src/app.ts";
@@ -325,8 +328,19 @@ async function measure(
   await drain();
   sentAt.clear();
 
+  // The disk's own latency, the floor under every durable write: 512 bytes appended to a file
+  // beside the database and fdatasync'd, at the same rate, one phase per round.
+  const disk = await open(join(dirname(dbPath), "fdatasync-probe"), "a");
+  const block = Buffer.alloc(512, 1);
+  const syncWrite = async () => {
+    await disk.write(block);
+    await disk.datasync();
+    return true;
+  };
+
   const noopPhases: Phase[] = [];
   const callbackPhases: Phase[] = [];
+  const diskPhases: Phase[] = [];
   let lost = 0;
   recording = true;
   const part2Started = performance.now();
@@ -335,12 +349,14 @@ async function measure(
     if (performance.now() - part2Started > PART2_LIMIT_MS) break;
     const n = Math.min(perRound, callbacks.length - from);
     noopPhases.push(await openLoop(n, noop));
+    diskPhases.push(await openLoop(n, syncWrite));
     callbackPhases.push(await openLoop(n, resume(from)));
     await drain();
     lost += sentAt.size;
     sentAt.clear();
   }
   recording = false;
+  await disk.close();
   clearInterval(fallback);
   unsubscribe();
 
@@ -353,6 +369,7 @@ async function measure(
     perSecond: phases.reduce((s, p) => s + p.sent - 1, 0) / phases.reduce((s, p) => s + p.seconds, 0) || 0,
   });
   const ceiling = merge(noopPhases);
+  const diskSyncs = merge(diskPhases);
   const callbackPosts = merge(callbackPhases);
   const resumes = sorted(resumeMs);
   const latencyRow = (
@@ -396,6 +413,11 @@ async function measure(
         perSecond: ceiling.perSecond,
         errors: ceiling.errors,
       }),
+      latencyRow("reference: 512 B write + fdatasync, same disk", diskSyncs.latencies, {
+        requests: diskSyncs.sent,
+        perSecond: diskSyncs.perSecond,
+        errors: diskSyncs.errors,
+      }),
       latencyRow("POST /v1/callbacks/:token, response", callbackPosts.latencies, {
         requests: callbackPosts.sent,
         perSecond: callbackPosts.perSecond,
@@ -410,7 +432,7 @@ async function measure(
   );
   const failed = [...failures].map(([answer, n]) => `${n} × ${answer}`).join(", ") || "none";
   console.log(
-    `\n${callbackPhases.length} of ${ROUNDS} rounds alternating the two routes (no round starts after ` +
+    `\n${callbackPhases.length} of ${ROUNDS} rounds alternating the no-op route, the disk reference and the callbacks (no round starts after ` +
       `${PART2_LIMIT_MS / 60_000} min), ${WARM_POSTS} unmeasured POSTs per route first; resume errors = ` +
       `callback POSTs not answered 200 (${failed}) + ${lost} accepted but not seen succeeded within ` +
       `${DRAIN_LIMIT_MS / 1000} s of the round's last POST`,
