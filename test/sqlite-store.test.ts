@@ -90,6 +90,39 @@ test("a write is answered only once a WAL sync begun after its COMMIT returns; t
   db.close();
 });
 
+test("a batch of claims alone starts no WAL sync; the next write's sync covers it", async () => {
+  const path = join(tmp.dir, "claims-unsynced.db");
+  const db = new Database(path);
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = NORMAL");
+  db.exec("CREATE TABLE t (x INTEGER)");
+  const syncs: { release: () => void; rows: number }[] = [];
+  const count = () => (db.prepare("SELECT count(*) AS n FROM t").get() as { n: number }).n;
+  const writer = new GroupCommit(db, 512, {
+    syncWal: () => new Promise<void>((resolve) => syncs.push({ release: resolve, rows: count() })),
+  });
+  const tick = () => new Promise((r) => setImmediate(r));
+  const insert = (x: number, atCommit: boolean) =>
+    writer.run(() => db.prepare("INSERT INTO t VALUES (?)").run(x), { atCommit });
+
+  await Promise.all([insert(1, true), insert(2, true)]);
+  await tick();
+  assert.equal(syncs.length, 0, "claims alone are answered at COMMIT and sync nothing");
+
+  let answered = false;
+  const write = insert(3, false).then(() => {
+    answered = true;
+  });
+  await tick();
+  await tick();
+  assert.equal(syncs.length, 1);
+  assert.equal(syncs[0]!.rows, 3, "the write's sync begins after its COMMIT, so it covers the claims' too");
+  assert.equal(answered, false);
+  syncs[0]!.release();
+  await write;
+  db.close();
+});
+
 test("writes of one tick share one transaction, and a failing one is rolled back alone", async () => {
   const store = new SqliteStore({ path: join(tmp.dir, "group.db") });
   await store.migrate();

@@ -121,7 +121,9 @@ export class GroupCommit {
         });
       if (this.syncWal) {
         answer((p) => p.atCommit);
-        this.afterCommit((err) => answer((p) => !p.atCommit, err));
+        // A batch of claims alone waits for no sync and starts none: the next write's sync
+        // covers its COMMIT too, before that write is answered.
+        if (batch.some((p) => !p.atCommit)) this.afterCommit((err) => answer((p) => !p.atCommit, err));
       } else {
         answer(() => true);
       }
