@@ -89,6 +89,14 @@ export class GroupCommit {
     });
   }
 
+  /**
+   * The last write queued and not yet taken into a batch (an opaque mark), or undefined: a
+   * caller that remembers the mark of its write may still add work to it while it is last.
+   */
+  last(): unknown {
+    return this.queue.at(-1);
+  }
+
   /** Resolves once no batch is open: what a read on this connection sees is committed. */
   settled(): Promise<void> | undefined {
     return this.flushing ?? undefined;
