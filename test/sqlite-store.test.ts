@@ -174,3 +174,61 @@ test("migrating twice is a no-op", async () => {
   assert.equal(second.from, second.to);
   await store.close();
 });
+
+test("the queue's indexes hold only the items their queries look for, and every queue query stays indexed", async () => {
+  const store = new SqliteStore({ path: join(tmp.dir, "queue-indexes.db") });
+  await store.migrate();
+  const cells = () =>
+    Object.fromEntries(
+      (
+        store.db
+          .prepare(
+            `SELECT m.name, coalesce((SELECT sum(ncell) FROM dbstat d WHERE d.name = m.name AND d.pagetype = 'leaf'), 0) AS n
+               FROM sqlite_master m WHERE m.type = 'index' AND m.tbl_name = 'work_items' ORDER BY m.name`,
+          )
+          .all() as { name: string; n: number }[]
+      ).map((r) => [r.name, r.n]),
+    );
+  await store.enqueue(
+    Array.from({ length: 20 }, (_, i) => ({ kind: "maintenance", tenantId: null, payload: { i } })),
+  );
+  const items = await store.claim("w", 8, 30_000);
+  assert.equal(items.length, 8);
+  // Leasing moves an item out of the pending indexes and into work_leases only: without a
+  // concurrency key it has no place in work_leased_key.
+  assert.deepEqual(cells(), {
+    work_dead: 0,
+    work_dedupe: 0,
+    work_due: 12,
+    work_lane: 12,
+    work_leased_key: 0,
+    work_leases: 8,
+    work_parked: 0,
+  });
+  await Promise.all(items.map((i) => store.complete({ itemId: i.id, owner: "w" })));
+  assert.equal(cells().work_leases, 0);
+
+  const plan = (sql: string, ...params: unknown[]) =>
+    (store.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map(
+      (r) => r.detail,
+    );
+  const queries: [string, unknown[]][] = [
+    ["SELECT MIN(run_at) AS t FROM work_items WHERE status = 'pending'", []],
+    ["SELECT * FROM work_items WHERE status = 'dead' ORDER BY id DESC LIMIT ?", [10]],
+    [
+      "SELECT id, attempts, max_attempts, lease_owner FROM work_items WHERE status = 'leased' AND lease_expires_at <= ? ORDER BY id",
+      [0],
+    ],
+    ["UPDATE work_items SET lease_expires_at = ? WHERE status = 'leased'", [0]],
+    ["SELECT 1 FROM work_items WHERE concurrency_key = ? AND status = 'leased'", ["task:x"]],
+    [
+      "DELETE FROM work_items WHERE id IN (SELECT value FROM json_each(?)) AND lease_owner = ? AND status = 'leased' RETURNING id",
+      ["[1]", "w"],
+    ],
+  ];
+  for (const [sql, params] of queries) {
+    const steps = plan(sql, ...params);
+    assert.ok(!steps.includes("SCAN work_items"), `${sql}: ${steps.join("; ")}`);
+  }
+  await store.close();
+});
