@@ -123,6 +123,53 @@ test("a batch of claims alone starts no WAL sync; the next write's sync covers i
   db.close();
 });
 
+test("with nothing waiting the WAL is synced in place; with writes waiting or a sync in flight, pipelined", async () => {
+  const path = join(tmp.dir, "sync-in-place.db");
+  const db = new Database(path);
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = NORMAL");
+  db.exec("CREATE TABLE t (x INTEGER)");
+  const calls: string[] = [];
+  const inFlight: (() => void)[] = [];
+  let failNow: Error | null = null;
+  const writer = new GroupCommit(db, 1, {
+    syncWal: () =>
+      new Promise<void>((resolve) => {
+        calls.push("pipelined");
+        inFlight.push(resolve);
+      }),
+    syncWalNow: () => {
+      calls.push("in place");
+      if (failNow) throw failNow;
+    },
+  });
+  const insert = (x: number) => writer.run(() => db.prepare("INSERT INTO t VALUES (?)").run(x));
+
+  await insert(1);
+  assert.deepEqual(calls, ["in place"], "a lone write is synced where it committed");
+
+  // One write per batch: the first commits with the second waiting, the second while the
+  // first one's sync is in flight. Neither holds the other up with a sync in place.
+  calls.length = 0;
+  const both = Promise.all([insert(2), insert(3)]);
+  const ticks = async () => {
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+  };
+  await ticks();
+  assert.equal(db.prepare("SELECT count(*) AS n FROM t").pluck().get(), 3, "both batches committed");
+  assert.deepEqual(calls, ["pipelined"], "the second batch's sync waits for the first one's");
+  inFlight.shift()!();
+  await ticks();
+  assert.deepEqual(calls, ["pipelined", "pipelined"]);
+  inFlight.shift()!();
+  await both;
+
+  calls.length = 0;
+  failNow = new Error("EIO");
+  await assert.rejects(insert(4), /EIO/, "a failed sync fails the write it was to make durable");
+  db.close();
+});
+
 test("writes of one tick share one transaction, and a failing one is rolled back alone", async () => {
   const store = new SqliteStore({ path: join(tmp.dir, "group.db") });
   await store.migrate();

@@ -1,4 +1,4 @@
-import { closeSync, fdatasync, mkdirSync, openSync } from "node:fs";
+import { closeSync, fdatasync, fdatasyncSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import type Database from "better-sqlite3";
 import { type Clock, systemClock } from "../../core/clock.ts";
@@ -75,7 +75,10 @@ export class SqliteStore extends SqlStore {
     } else {
       this.db.pragma("synchronous = NORMAL");
       this.wal = { path: `${opts.path}-wal`, fd: null };
-      this.writer = new GroupCommit(this.db, 512, { syncWal: () => this.syncWal() });
+      this.writer = new GroupCommit(this.db, 512, {
+        syncWal: () => this.syncWal(),
+        syncWalNow: () => fdatasyncSync(this.walFd()),
+      });
     }
   }
 
@@ -175,11 +178,14 @@ export class SqliteStore extends SqlStore {
 
   /** The WAL's committed frames onto the disk (as SQLite's own sync at COMMIT would). */
   private syncWal(): Promise<void> {
+    const fd = this.walFd();
+    return new Promise((resolve, reject) => fdatasync(fd, (err) => (err ? reject(err) : resolve())));
+  }
+  private walFd(): number {
     const wal = this.wal!;
     // The WAL exists from the first COMMIT on, which comes before the first sync.
     wal.fd ??= openSync(wal.path, "r");
-    const fd = wal.fd;
-    return new Promise((resolve, reject) => fdatasync(fd, (err) => (err ? reject(err) : resolve())));
+    return wal.fd;
   }
 
   /**
