@@ -176,14 +176,24 @@ function dueByLane(sql: Sql, now: number, limit: number): Candidate[] {
   const take = perLane(limit, due.length);
   const out: Candidate[] = [];
   for (const l of due) {
-    const items = sql.all<Candidate>(
-      `SELECT id, tenant_id, concurrency_key, priority FROM work_items INDEXED BY work_lane
-        WHERE status = 'pending' AND coalesce(tenant_id, '') = ? AND run_at <= ?
-        ORDER BY run_at, id LIMIT ?`,
-      l.lane,
-      now,
-      take,
-    );
+    // As arrays (`Sql.raw`), made into candidates here: cheaper than an object per row.
+    const items = sql
+      .raw<[id: number, tenantId: string | null, concurrencyKey: string | null, priority: number]>(
+        `SELECT id, tenant_id, concurrency_key, priority FROM work_items INDEXED BY work_lane
+          WHERE status = 'pending' AND coalesce(tenant_id, '') = ? AND run_at <= ?
+          ORDER BY run_at, id LIMIT ?`,
+        l.lane,
+        now,
+        take,
+      )
+      .map(
+        ([id, tenant_id, concurrency_key, priority]): Candidate => ({
+          id,
+          tenant_id,
+          concurrency_key,
+          priority,
+        }),
+      );
     // Priority orders a lane's look-ahead; items of equal priority keep their due order.
     out.push(...items.sort((a, b) => b.priority - a.priority));
   }
