@@ -7,11 +7,14 @@
 // (default 16) items in flight, from the start of the drain to the queue showing none left.
 // longhaul is drained with the store calls of its worker loop (bench/queue-pg/drain.ts, as in
 // bench/queue-pg.ts: claim up to the free slots, complete each item, expired-lease recovery at
-// most once a second) rather than the whole engine, whose handlers all do real work; group
-// commit puts the completions of one tick in one transaction. The ceiling does the same per
+// most once a second) rather than the whole engine, whose handlers all do real work; the
+// completions of one tick are one DELETE in one transaction (SQLite's folded complete). The
+// ceiling does the same per
 // round in plain SQL: one transaction claims up to the free slots (UPDATE … RETURNING), one
 // deletes them. Every id is completed exactly once, or the bench fails. Rounds are interleaved
-// after a warm-up round; each figure is the median of BENCH_ROUNDS (default 3). Each store
+// after a warm-up round; each figure is the median of BENCH_ROUNDS (default 3). CPU per item
+// is the process's (every thread's) user and system time over the drain: less swayed by
+// other work on the machine than the rate, which waits on the disk too. Each store
 // lives in a temp dir removed at the end. The table is appended to bench/RESULTS.md.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -37,6 +40,8 @@ process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
 interface Round {
   enqueue: number;
   drain: number;
+  /** Microseconds of CPU per drained item. */
+  cpu: number;
 }
 
 interface Contender {
@@ -46,6 +51,10 @@ interface Contender {
 }
 
 const per = (n: number, t0: number) => n / ((performance.now() - t0) / 1000);
+const cpuPer = (n: number, c0: NodeJS.CpuUsage) => {
+  const c = process.cpuUsage(c0);
+  return (c.user + c.system) / n;
+};
 
 function once(name: string, ids: string[], n: number): void {
   const seen = new Set(ids);
@@ -78,11 +87,13 @@ async function longhaul(writer: "thread" | "inline"): Promise<Contender> {
       const enqueue = per(n, t0);
       if (pending() !== n) throw new Error(`longhaul: ${pending()} items queued, not ${n}`);
       t0 = performance.now();
+      const c0 = process.cpuUsage();
       const ids = await drain(store, { owner: "bench", concurrency: CONCURRENCY, leaseMs: LEASE_MS });
-      if (pending() !== 0) throw new Error(`longhaul: ${pending()} items left after the drain`);
       const rate = per(n, t0);
+      const cpu = cpuPer(n, c0);
+      if (pending() !== 0) throw new Error(`longhaul: ${pending()} items left after the drain`);
       once("longhaul", ids, n);
-      return { enqueue, drain: rate };
+      return { enqueue, drain: rate, cpu };
     },
     close: () => store.close(),
   };
@@ -130,6 +141,7 @@ async function bare(): Promise<Contender> {
       }
       const enq = per(n, t0);
       t0 = performance.now();
+      const c0 = process.cpuUsage();
       const done: string[] = [];
       for (;;) {
         const claimed = claim(CONCURRENCY);
@@ -140,9 +152,10 @@ async function bare(): Promise<Contender> {
         for (const r of claimed) done.push(String(r.id));
       }
       const rate = per(n, t0);
+      const cpu = cpuPer(n, c0);
       if (pending() !== 0) throw new Error(`bare: ${pending()} items left after the drain`);
       once("bare", done, n);
-      return { enqueue: enq, drain: rate };
+      return { enqueue: enq, drain: rate, cpu };
     },
     async close() {
       db.close();
@@ -171,6 +184,7 @@ async function main(): Promise<void> {
       "enqueue items/s": fmt(median(rs.map((r) => r.enqueue)), 0),
       "drain items/s": fmt(drained, 0),
       "drain rounds": rs.map((r) => fmt(r.drain, 0)).join(", "),
+      "CPU µs/item": fmt(median(rs.map((r) => r.cpu)), 1),
       "vs ceiling": fmt(drained / ceiling, 2),
       [`vs ${TARGET / 1000}k target`]: fmt(drained / TARGET, 2),
     };

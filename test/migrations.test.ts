@@ -109,7 +109,7 @@ test("the SQLite rendering builds the schema: typed columns, rowid-less tables, 
     .all();
   assert.deepEqual(
     indexes.map((r) => (r as { name: string }).name),
-    ["work_dedupe", "work_due", "work_lane", "work_leased_key", "work_leases", "work_parked"],
+    ["work_dead", "work_dedupe", "work_due", "work_lane", "work_leased_key", "work_leases", "work_parked"],
   );
   db.close();
 });

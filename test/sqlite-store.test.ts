@@ -90,6 +90,86 @@ test("a write is answered only once a WAL sync begun after its COMMIT returns; t
   db.close();
 });
 
+test("a batch of claims alone starts no WAL sync; the next write's sync covers it", async () => {
+  const path = join(tmp.dir, "claims-unsynced.db");
+  const db = new Database(path);
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = NORMAL");
+  db.exec("CREATE TABLE t (x INTEGER)");
+  const syncs: { release: () => void; rows: number }[] = [];
+  const count = () => (db.prepare("SELECT count(*) AS n FROM t").get() as { n: number }).n;
+  const writer = new GroupCommit(db, 512, {
+    syncWal: () => new Promise<void>((resolve) => syncs.push({ release: resolve, rows: count() })),
+  });
+  const tick = () => new Promise((r) => setImmediate(r));
+  const insert = (x: number, atCommit: boolean) =>
+    writer.run(() => db.prepare("INSERT INTO t VALUES (?)").run(x), { atCommit });
+
+  await Promise.all([insert(1, true), insert(2, true)]);
+  await tick();
+  assert.equal(syncs.length, 0, "claims alone are answered at COMMIT and sync nothing");
+
+  let answered = false;
+  const write = insert(3, false).then(() => {
+    answered = true;
+  });
+  await tick();
+  await tick();
+  assert.equal(syncs.length, 1);
+  assert.equal(syncs[0]!.rows, 3, "the write's sync begins after its COMMIT, so it covers the claims' too");
+  assert.equal(answered, false);
+  syncs[0]!.release();
+  await write;
+  db.close();
+});
+
+test("with nothing waiting the WAL is synced in place; with writes waiting or a sync in flight, pipelined", async () => {
+  const path = join(tmp.dir, "sync-in-place.db");
+  const db = new Database(path);
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = NORMAL");
+  db.exec("CREATE TABLE t (x INTEGER)");
+  const calls: string[] = [];
+  const inFlight: (() => void)[] = [];
+  let failNow: Error | null = null;
+  const writer = new GroupCommit(db, 1, {
+    syncWal: () =>
+      new Promise<void>((resolve) => {
+        calls.push("pipelined");
+        inFlight.push(resolve);
+      }),
+    syncWalNow: () => {
+      calls.push("in place");
+      if (failNow) throw failNow;
+    },
+  });
+  const insert = (x: number) => writer.run(() => db.prepare("INSERT INTO t VALUES (?)").run(x));
+
+  await insert(1);
+  assert.deepEqual(calls, ["in place"], "a lone write is synced where it committed");
+
+  // One write per batch: the first commits with the second waiting, the second while the
+  // first one's sync is in flight. Neither holds the other up with a sync in place.
+  calls.length = 0;
+  const both = Promise.all([insert(2), insert(3)]);
+  const ticks = async () => {
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+  };
+  await ticks();
+  assert.equal(db.prepare("SELECT count(*) AS n FROM t").pluck().get(), 3, "both batches committed");
+  assert.deepEqual(calls, ["pipelined"], "the second batch's sync waits for the first one's");
+  inFlight.shift()!();
+  await ticks();
+  assert.deepEqual(calls, ["pipelined", "pipelined"]);
+  inFlight.shift()!();
+  await both;
+
+  calls.length = 0;
+  failNow = new Error("EIO");
+  await assert.rejects(insert(4), /EIO/, "a failed sync fails the write it was to make durable");
+  db.close();
+});
+
 test("writes of one tick share one transaction, and a failing one is rolled back alone", async () => {
   const store = new SqliteStore({ path: join(tmp.dir, "group.db") });
   await store.migrate();
@@ -139,5 +219,63 @@ test("migrating twice is a no-op", async () => {
   const second = await store.migrate();
   assert.equal(first.from, 0);
   assert.equal(second.from, second.to);
+  await store.close();
+});
+
+test("the queue's indexes hold only the items their queries look for, and every queue query stays indexed", async () => {
+  const store = new SqliteStore({ path: join(tmp.dir, "queue-indexes.db") });
+  await store.migrate();
+  const cells = () =>
+    Object.fromEntries(
+      (
+        store.db
+          .prepare(
+            `SELECT m.name, coalesce((SELECT sum(ncell) FROM dbstat d WHERE d.name = m.name AND d.pagetype = 'leaf'), 0) AS n
+               FROM sqlite_master m WHERE m.type = 'index' AND m.tbl_name = 'work_items' ORDER BY m.name`,
+          )
+          .all() as { name: string; n: number }[]
+      ).map((r) => [r.name, r.n]),
+    );
+  await store.enqueue(
+    Array.from({ length: 20 }, (_, i) => ({ kind: "maintenance", tenantId: null, payload: { i } })),
+  );
+  const items = await store.claim("w", 8, 30_000);
+  assert.equal(items.length, 8);
+  // Leasing moves an item out of the pending indexes and into work_leases only: without a
+  // concurrency key it has no place in work_leased_key.
+  assert.deepEqual(cells(), {
+    work_dead: 0,
+    work_dedupe: 0,
+    work_due: 12,
+    work_lane: 12,
+    work_leased_key: 0,
+    work_leases: 8,
+    work_parked: 0,
+  });
+  await Promise.all(items.map((i) => store.complete({ itemId: i.id, owner: "w" })));
+  assert.equal(cells().work_leases, 0);
+
+  const plan = (sql: string, ...params: unknown[]) =>
+    (store.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map(
+      (r) => r.detail,
+    );
+  const queries: [string, unknown[]][] = [
+    ["SELECT MIN(run_at) AS t FROM work_items WHERE status = 'pending'", []],
+    ["SELECT * FROM work_items WHERE status = 'dead' ORDER BY id DESC LIMIT ?", [10]],
+    [
+      "SELECT id, attempts, max_attempts, lease_owner FROM work_items WHERE status = 'leased' AND lease_expires_at <= ? ORDER BY id",
+      [0],
+    ],
+    ["UPDATE work_items SET lease_expires_at = ? WHERE status = 'leased'", [0]],
+    ["SELECT 1 FROM work_items WHERE concurrency_key = ? AND status = 'leased'", ["task:x"]],
+    [
+      "DELETE FROM work_items WHERE id IN (SELECT value FROM json_each(?)) AND lease_owner = ? AND status = 'leased' RETURNING id",
+      ["[1]", "w"],
+    ],
+  ];
+  for (const [sql, params] of queries) {
+    const steps = plan(sql, ...params);
+    assert.ok(!steps.includes("SCAN work_items"), `${sql}: ${steps.join("; ")}`);
+  }
   await store.close();
 });

@@ -58,9 +58,12 @@ test("every write operation of the store is sent to the writer thread, every rea
   const store = new ThreadedSqliteStore({ path: join(tmp.dir, "kinds.db") });
   await store.migrate();
   const own = store as unknown as Record<string, unknown>;
+  // complete is sent too, by a method of its own: calls made together cross as one completeMany.
+  const folded = ["complete"];
+  for (const name of folded) assert.ok(Object.hasOwn(ThreadedSqliteStore.prototype, name), name);
   for (const [name, kind] of kinds) {
     // resealSecrets takes a function, which cannot cross; it runs on the store's own connection.
-    const sent = kind === "write" && name !== "resealSecrets";
+    const sent = kind === "write" && name !== "resealSecrets" && !folded.includes(name);
     assert.equal(Object.hasOwn(own, name), sent, `${name} (${kind})`);
   }
   await store.close();

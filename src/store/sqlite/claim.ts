@@ -1,14 +1,49 @@
-import { defaultMaxAttempts } from "../../core/work-item.ts";
-import { json } from "../json.ts";
-import { toWorkItem, type WorkRow } from "../rows.ts";
-import type { NewWorkItem, WorkItem } from "../store.ts";
+import { defaultMaxAttempts, type WorkKind } from "../../core/work-item.ts";
+import { json, parseJson } from "../json.ts";
+import type { Tx } from "../sql/tx.ts";
+import type { Lease, NewWorkItem, WorkItem } from "../store.ts";
 import type { Sql } from "./db.ts";
 
 /*
- * What SQLite's queue does its own way: inserting items, and claiming them. The one writer
- * takes items with plain reads and updates where PostgreSQL needs SKIP LOCKED; the rest of
- * the queue is shared (ops/queue-ops.ts).
+ * What SQLite's queue does its own way: inserting items, claiming them, and completing many
+ * at once. The one writer takes items with plain reads and updates where PostgreSQL needs
+ * SKIP LOCKED; the rest of the queue is shared (ops/queue-ops.ts).
  */
+
+/** A work item id as SQLite holds it; anything else cannot be leased (as `assertLease`). */
+const ITEM_ID = /^\d{1,15}$/;
+
+/**
+ * `complete` for many leases in one operation: one DELETE per lease holder (a process's
+ * worker is one) checks the leases and deletes their items. Answers, lease by lease, whether
+ * it still held its item; a lease given twice completes its item once and the second finds it
+ * gone, as one call after the other would. Wakes the workers when an item of a concurrency
+ * key may have been waiting for one of these.
+ */
+export async function completeMany(tx: Tx, leases: readonly Lease[]): Promise<boolean[]> {
+  const byOwner = new Map<string, number[]>();
+  for (const l of leases) {
+    if (!ITEM_ID.test(l.itemId)) continue;
+    const ids = byOwner.get(l.owner);
+    if (ids) ids.push(Number(l.itemId));
+    else byOwner.set(l.owner, [Number(l.itemId)]);
+  }
+  const deleted = new Set<string>();
+  for (const [owner, ids] of byOwner) {
+    const rows = await tx.all<{ id: number; concurrency_key: string | null }>(
+      `DELETE FROM work_items
+        WHERE id IN (SELECT value FROM json_each(?)) AND lease_owner = ? AND status = 'leased'
+        RETURNING id, concurrency_key`,
+      [JSON.stringify(ids), owner],
+    );
+    for (const r of rows) {
+      deleted.add(`${r.id}:${owner}`);
+      if (r.concurrency_key !== null) tx.wake();
+    }
+  }
+  // `delete` answers true once per item: a repeated lease finds it gone.
+  return leases.map((l) => ITEM_ID.test(l.itemId) && deleted.delete(`${Number(l.itemId)}:${l.owner}`));
+}
 
 /**
  * Inserts work items. A dedupe key already held by a pending item keeps one item, due at
@@ -55,23 +90,52 @@ export function claim(sql: Sql, now: number, owner: string, limit: number, lease
     chosen.push(cand.id);
   }
   if (chosen.length === 0) return [];
-  // One statement leases them all; the answer keeps the fair order chosen above.
-  const rows = sql.all<WorkRow>(
+  // One statement leases them all; the answer keeps the fair order chosen above. It returns
+  // only the columns the lease leaves unknown, as arrays (`Sql.raw`): per row, an object of
+  // every column cost more than the update.
+  const expires = now + leaseMs;
+  const rows = sql.raw<LeasedRow>(
     `UPDATE work_items SET status = 'leased', lease_owner = ?, lease_expires_at = ?, attempts = attempts + 1,
-       updated_at = ? WHERE id IN (SELECT value FROM json_each(?)) RETURNING *`,
+       updated_at = ? WHERE id IN (SELECT value FROM json_each(?))
+     RETURNING id, kind, tenant_id, payload, run_at, attempts, max_attempts, last_error`,
     owner,
-    now + leaseMs,
+    expires,
     now,
     JSON.stringify(chosen),
   );
-  const byId = new Map(rows.map((r) => [r.id, r]));
+  const byId = new Map(rows.map((r) => [r[0], r]));
   const out: WorkItem[] = [];
   for (const id of chosen) {
-    const row = byId.get(id);
-    if (row) out.push(toWorkItem(row));
+    const r = byId.get(id);
+    if (!r) continue;
+    out.push({
+      id: String(id),
+      kind: r[1],
+      tenantId: r[2],
+      payload: parseJson(r[3]),
+      runAt: r[4],
+      attempts: r[5],
+      maxAttempts: r[6],
+      status: "leased",
+      leaseOwner: owner,
+      leaseExpiresAt: expires,
+      lastError: r[7],
+    });
   }
   return out;
 }
+
+/** What the claim's UPDATE returns of a leased item, in its RETURNING order. */
+type LeasedRow = [
+  id: number,
+  kind: WorkKind,
+  tenantId: string | null,
+  payload: string,
+  runAt: number,
+  attempts: number,
+  maxAttempts: number,
+  lastError: string | null,
+];
 
 interface Candidate {
   id: number;
@@ -112,14 +176,24 @@ function dueByLane(sql: Sql, now: number, limit: number): Candidate[] {
   const take = perLane(limit, due.length);
   const out: Candidate[] = [];
   for (const l of due) {
-    const items = sql.all<Candidate>(
-      `SELECT id, tenant_id, concurrency_key, priority FROM work_items INDEXED BY work_lane
-        WHERE status = 'pending' AND coalesce(tenant_id, '') = ? AND run_at <= ?
-        ORDER BY run_at, id LIMIT ?`,
-      l.lane,
-      now,
-      take,
-    );
+    // As arrays (`Sql.raw`), made into candidates here: cheaper than an object per row.
+    const items = sql
+      .raw<[id: number, tenantId: string | null, concurrencyKey: string | null, priority: number]>(
+        `SELECT id, tenant_id, concurrency_key, priority FROM work_items INDEXED BY work_lane
+          WHERE status = 'pending' AND coalesce(tenant_id, '') = ? AND run_at <= ?
+          ORDER BY run_at, id LIMIT ?`,
+        l.lane,
+        now,
+        take,
+      )
+      .map(
+        ([id, tenant_id, concurrency_key, priority]): Candidate => ({
+          id,
+          tenant_id,
+          concurrency_key,
+          priority,
+        }),
+      );
     // Priority orders a lane's look-ahead; items of equal priority keep their due order.
     out.push(...items.sort((a, b) => b.priority - a.priority));
   }

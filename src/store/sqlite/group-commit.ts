@@ -45,6 +45,11 @@ export class GroupCommit {
    * flight: one sync covers every batch committed before it began.
    */
   private readonly syncWal: (() => Promise<void>) | null;
+  /**
+   * The same sync, made in place: used when nothing could run meanwhile (no write waiting, no
+   * sync in flight), where a hop to the thread pool and back only adds to the wait.
+   */
+  private readonly syncWalNow: (() => void) | null;
   /** Batches committed and not yet covered by a sync. */
   private unsynced: ((err?: unknown) => void)[] = [];
   private syncing: Promise<void> | null = null;
@@ -52,9 +57,10 @@ export class GroupCommit {
   constructor(
     private readonly db: Database,
     private readonly maxBatch = 512,
-    opts: { syncWal?: () => Promise<void> } = {},
+    opts: { syncWal?: () => Promise<void>; syncWalNow?: () => void } = {},
   ) {
     this.syncWal = opts.syncWal ?? null;
+    this.syncWalNow = opts.syncWalNow ?? null;
     this.s = {
       begin: db.prepare("BEGIN IMMEDIATE"),
       commit: db.prepare("COMMIT"),
@@ -89,6 +95,14 @@ export class GroupCommit {
     });
   }
 
+  /**
+   * The last write queued and not yet taken into a batch (an opaque mark), or undefined: a
+   * caller that remembers the mark of its write may still add work to it while it is last.
+   */
+  last(): unknown {
+    return this.queue.at(-1);
+  }
+
   /** Resolves once no batch is open: what a read on this connection sees is committed. */
   settled(): Promise<void> | undefined {
     return this.flushing ?? undefined;
@@ -121,7 +135,20 @@ export class GroupCommit {
         });
       if (this.syncWal) {
         answer((p) => p.atCommit);
-        this.afterCommit((err) => answer((p) => !p.atCommit, err));
+        // A batch of claims alone waits for no sync and starts none: the next write's sync
+        // covers its COMMIT too, before that write is answered.
+        if (!batch.some((p) => !p.atCommit)) continue;
+        if (this.syncWalNow && !this.syncing && this.queue.length === 0) {
+          let error: unknown;
+          try {
+            this.syncWalNow();
+          } catch (err) {
+            error = err;
+          }
+          answer((p) => !p.atCommit, error);
+        } else {
+          this.afterCommit((err) => answer((p) => !p.atCommit, err));
+        }
       } else {
         answer(() => true);
       }

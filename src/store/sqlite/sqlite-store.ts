@@ -1,16 +1,16 @@
-import { closeSync, fdatasync, mkdirSync, openSync } from "node:fs";
+import { closeSync, fdatasync, fdatasyncSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import type Database from "better-sqlite3";
 import { type Clock, systemClock } from "../../core/clock.ts";
 import { LonghaulError } from "../../core/errors.ts";
 import { type IdGenerator, ulidGenerator } from "../../core/ids.ts";
 import { fanOut } from "../ops/fan-out.ts";
-import { recoverExpiredLeases } from "../ops/queue-ops.ts";
+import { leaseLost, recoverExpiredLeases } from "../ops/queue-ops.ts";
 import { type InboxDbRow, toInbox } from "../rows.ts";
 import { type Runner, SqlStore } from "../sql/sql-store.ts";
 import type { AppendedEvent, Tx } from "../sql/tx.ts";
-import type { InboxEventRow } from "../store.ts";
-import { claim } from "./claim.ts";
+import type { InboxEventRow, Lease } from "../store.ts";
+import { claim, completeMany } from "./claim.ts";
 import { openDatabase, Sql } from "./db.ts";
 import { appendTaskEvents } from "./event-log.ts";
 import { GroupCommit } from "./group-commit.ts";
@@ -49,6 +49,8 @@ export class SqliteStore extends SqlStore {
    * read of the clock inside it (as PostgreSQL's `now()` is the transaction's). Null between writes.
    */
   private writeTime: number | null = null;
+  /** The `complete` calls folded into the last write queued (`complete`), while it is last. */
+  private completions: { leases: Lease[]; held: Promise<boolean[]>; mark: unknown } | null = null;
 
   protected readonly run: Runner = {
     write: (op) => this.write(op),
@@ -73,7 +75,10 @@ export class SqliteStore extends SqlStore {
     } else {
       this.db.pragma("synchronous = NORMAL");
       this.wal = { path: `${opts.path}-wal`, fd: null };
-      this.writer = new GroupCommit(this.db, 512, { syncWal: () => this.syncWal() });
+      this.writer = new GroupCommit(this.db, 512, {
+        syncWal: () => this.syncWal(),
+        syncWalNow: () => fdatasyncSync(this.walFd()),
+      });
     }
   }
 
@@ -173,11 +178,14 @@ export class SqliteStore extends SqlStore {
 
   /** The WAL's committed frames onto the disk (as SQLite's own sync at COMMIT would). */
   private syncWal(): Promise<void> {
+    const fd = this.walFd();
+    return new Promise((resolve, reject) => fdatasync(fd, (err) => (err ? reject(err) : resolve())));
+  }
+  private walFd(): number {
     const wal = this.wal!;
     // The WAL exists from the first COMMIT on, which comes before the first sync.
     wal.fd ??= openSync(wal.path, "r");
-    const fd = wal.fd;
-    return new Promise((resolve, reject) => fdatasync(fd, (err) => (err ? reject(err) : resolve())));
+    return wal.fd;
   }
 
   /**
@@ -190,6 +198,28 @@ export class SqliteStore extends SqlStore {
     return this.write(async (tx) => claim(this.sql, tx.clock.now(), owner, limit, leaseMs), {
       atCommit: true,
     });
+  }
+  /**
+   * Completes the item of `lease` (LEASE_LOST unless the lease still holds it). Calls made one
+   * after another, with no other write queued between them, fold into one operation: one
+   * savepoint and one DELETE for all (`completeMany`), as PostgreSQL folds them into one
+   * statement. Each caller still gets its own answer, and the order of writes is kept.
+   */
+  override complete(lease: Lease): Promise<void> {
+    let fold = this.completions;
+    if (!fold || this.writer.last() !== fold.mark) {
+      const leases: Lease[] = [];
+      const held = this.completeMany(leases);
+      fold = this.completions = { leases, held, mark: this.writer.last() };
+    }
+    const i = fold.leases.push(lease) - 1;
+    return fold.held.then((held) => {
+      if (!held[i]) throw leaseLost(lease);
+    });
+  }
+  /** Completes many leases in one write; answers, lease by lease, whether it held its item. */
+  completeMany(leases: Lease[]): Promise<boolean[]> {
+    return this.write((tx) => completeMany(tx, leases));
   }
   /** One process owns the file: leases left by an earlier process are orphans, handed back now. */
   releaseOrphanedLeases() {

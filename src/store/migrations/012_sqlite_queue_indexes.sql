@@ -1,0 +1,13 @@
+-- SQLite's queue indexes hold only the items their queries look for, as PostgreSQL's already
+-- do, so leasing an item and completing it touch fewer of them: `work_due` holds pending
+-- items only (nextRunAt), `work_dead` the dead letter (deadItems, newest first), and
+-- `work_leased_key` only the leases that carry a concurrency key (the claim's check for a
+-- busy key). `work_leases` leads with status so that the planner, which has no statistics,
+-- prefers it to a scan of the table in id order for recoverExpiredLeases.
+--sqlite: DROP INDEX work_due;
+--sqlite: CREATE INDEX work_due ON work_items (run_at) WHERE status = 'pending';
+--sqlite: CREATE INDEX work_dead ON work_items (id) WHERE status = 'dead';
+--sqlite: DROP INDEX work_leased_key;
+--sqlite: CREATE INDEX work_leased_key ON work_items (concurrency_key) WHERE status = 'leased' AND concurrency_key IS NOT NULL;
+--sqlite: DROP INDEX work_leases;
+--sqlite: CREATE INDEX work_leases ON work_items (status, lease_expires_at) WHERE status = 'leased';
