@@ -69,7 +69,7 @@ class WriterThread {
     return new Promise<T>((resolve, reject) => {
       if (this.waiting.size === 0) this.worker.ref();
       this.waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      this.send({ id, store, method, args: pack(args) as unknown[], now });
+      this.send({ id, store, method, args, now });
       if (method === "close") this.links.delete(store);
     });
   }
@@ -90,6 +90,8 @@ class WriterThread {
   private readonly flush = () => {
     const calls = this.outbox;
     this.outbox = [];
+    // Packed as they go out: a folded call's arguments grow until then.
+    for (const c of calls) c.args = pack(c.args) as unknown[];
     if (!this.stopped) this.worker.postMessage(calls);
   };
 
