@@ -229,8 +229,8 @@ async function measure(
   const perRound = Math.ceil(measured / ROUNDS);
 
   // Resume detection: each callback's send time is kept with its task id while it is in
-  // flight. After every commit that may have made work (the store's onWork signal, which
-  // fires for the advance that ends the task) and every 10 ms as a fallback, one query reads
+  // flight. Whenever task events are announced (the store announces `task.succeeded` once the
+  // write that ends the task is durable) and every 10 ms as a fallback, one query reads
   // which in-flight tasks are `succeeded`; the first time an id is seen ends its latency.
   // The query touches only the in-flight ids (a few dozen at 500/s), not the whole table.
   const sentAt = new Map<string, number>();
@@ -249,7 +249,7 @@ async function measure(
       sentAt.delete(id);
     }
   };
-  const unsubscribe = store.onWork(() => {
+  const unsubscribe = store.onTaskEvents(() => {
     if (checkQueued) return;
     checkQueued = true;
     setImmediate(check);
