@@ -21,7 +21,7 @@ import { hashApiKey, newApiKey } from "../src/core/api-keys.ts";
 import { ulidGenerator } from "../src/core/ids.ts";
 import { defineTask } from "../src/core/task-type.ts";
 import { ThreadedSqliteStore } from "../src/store/sqlite/threaded-store.ts";
-import { fmt, table } from "./load.ts";
+import { commandLine, fmt, machineLine, recordResult, table } from "./load.ts";
 
 const N = Number(process.env.BENCH_TASKS ?? 100_000);
 const M = Number(process.env.BENCH_CALLBACKS ?? 5_000);
@@ -388,25 +388,28 @@ async function measure(
     errors: extra.errors,
   });
 
-  console.log(
+  // The report: printed and appended to bench/RESULTS.md with the machine and the command.
+  const report: string[] = [];
+  const say = (text: string) => report.push(text);
+  say(
     `\nN = ${N} suspended tasks (after ${WARM_TASKS} before the baseline), M = ${callbackPosts.sent} callbacks at ${RATE}/s, ` +
       `${availableParallelism()} cores, Node ${process.version}, SQLite WAL synced before each answer, loopback\n`,
   );
-  console.log(
+  say(
     table([
       memRow(`in-memory: ${N} pending promises (resolver by id + async frame)`, peerBefore, peerAfter),
       memRow(`longhaul: ${N} tasks suspended on step.callback (SQLite)`, before, after),
     ]),
   );
-  console.log(
+  say(
     `\nafter a forced full GC each time; ${suspendedNow} tasks waiting at the second reading; ` +
       `${N} tasks suspended in ${fmt(fillSeconds, 1)} s (${fmt(N / fillSeconds, 0)}/s, ${CHUNK} submits in flight)`,
   );
-  console.log(
+  say(
     `database file (checkpointed): ${MB(dbBefore)} MB → ${MB(dbAfter)} MB, ` +
       `${fmt((dbAfter - dbBefore) / N, 0)} B per suspended task on disk (informative)\n`,
   );
-  console.log(
+  say(
     table([
       latencyRow("ceiling: POST /bench/noop, response", ceiling.latencies, {
         requests: ceiling.sent,
@@ -431,10 +434,16 @@ async function measure(
     ]),
   );
   const failed = [...failures].map(([answer, n]) => `${n} × ${answer}`).join(", ") || "none";
-  console.log(
+  say(
     `\n${callbackPhases.length} of ${ROUNDS} rounds alternating the no-op route, the disk reference and the callbacks (no round starts after ` +
       `${PART2_LIMIT_MS / 60_000} min), ${WARM_POSTS} unmeasured POSTs per route first; resume errors = ` +
       `callback POSTs not answered 200 (${failed}) + ${lost} accepted but not seen succeeded within ` +
       `${DRAIN_LIMIT_MS / 1000} s of the round's last POST`,
+  );
+  recordResult(
+    "suspended tasks: memory and resume latency",
+    machineLine(),
+    commandLine("bench:suspended", ["BENCH_TASKS", "BENCH_CALLBACKS"]),
+    report.join("\n").trim(),
   );
 }
