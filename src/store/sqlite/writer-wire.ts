@@ -69,7 +69,9 @@ export function pack(v: unknown): unknown {
     let out: unknown[] | null = null;
     for (let i = 0; i < v.length; i++) {
       const p = pack(v[i]);
-      if (p !== v[i]) (out ??= v.slice())[i] = p;
+      if (p === v[i]) continue;
+      out ??= v.slice();
+      out[i] = p;
     }
     return out ?? v;
   }
@@ -78,7 +80,9 @@ export function pack(v: unknown): unknown {
     let out: Record<string, unknown> | null = null;
     for (const k in o) {
       const p = pack(o[k]);
-      if (p !== o[k]) (out ??= { ...o })[k] = p;
+      if (p === o[k]) continue;
+      out ??= { ...o };
+      out[k] = p;
     }
     return out ?? v;
   }
