@@ -10,10 +10,11 @@ import type { Ctx } from "./db.ts";
  *
  * - `lanes`: every tenant with pending work (work without a tenant is the lane ''), found by
  *   skipping from one tenant to the next in the `work_lane` index: a seek per tenant, never a
- *   scan of the backlog.
- * - `heads`: each lane's oldest pending item (one seek), kept when it is due; the lanes with
- *   the oldest heads first, at most 4 × `limit` of them, so lanes whose due items all wait
- *   behind a busy concurrency key do not keep the next tenants out.
+ *   scan of the backlog. The entry a seek lands on is also the lane's head, its oldest
+ *   pending item.
+ * - `heads`: the lanes whose head is due, those with the oldest heads first, at most
+ *   4 × `limit` of them, so lanes whose due items all wait behind a busy concurrency key do
+ *   not keep the next tenants out.
  * - `due`: from each of those lanes, its first due items in due order that are not behind a
  *   concurrency key already leased, up to `per_lane` (enough to fill the slots twice over
  *   between the lanes; a lane alone may take them all). `SKIP LOCKED` passes over the rows
@@ -24,9 +25,18 @@ import type { Ctx } from "./db.ts";
  *   claim never leases two items of one key (an item without a key is its own key).
  * - `chosen` / `leased`: the first `limit` of those, leased to $3.
  *
+ * Finished items leave dead entries at the front of each lane in the index until VACUUM
+ * removes them, and every seek from a lane's start walks over them. So a lane is walked once
+ * per claim: `due` starts at the head `lanes` found (`(run_at, id) >=` it), not at the
+ * lane's start again. The busy-key check is a probe per keyed candidate, on
+ * `work_leased_key`; `OFFSET 0` keeps the planner from turning it into one pass over every
+ * leased row (a hashed subplan or an anti-join), which a connection's cached generic plan,
+ * made while the queue was nearly empty, would keep as dead leased rows pile up.
+ *
  * Two claims that run at once can still pick different items of one key (neither sees the
  * other's lease before it commits). The unique index `work_leased_key` stops the second: its
- * UPDATE fails, and the transaction runner retries the claim, which then sees the key leased. *
+ * UPDATE fails, and the transaction runner retries the claim, which then sees the key leased.
+ *
  * The claim commits without waiting for its WAL to reach disk (`synchronous_commit` off for
  * its own transaction, set by the statement, since it runs without BEGIN): a claim lost to a
  * server crash only puts its items back to pending with the attempt uncounted, and nothing
@@ -34,26 +44,20 @@ import type { Ctx } from "./db.ts";
  * write, the completion) flushes the WAL up to and past the claim. It saves one WAL flush per
  * claim; the completion, which must not be lost, still waits for its own.
  */
-const CLAIM = `
-WITH RECURSIVE lanes (lane) AS (
-  (SELECT coalesce(tenant_id, '') FROM work_items
-    WHERE status = 'pending' ORDER BY coalesce(tenant_id, '') LIMIT 1)
+export const CLAIM = `
+WITH RECURSIVE lanes (lane, head, head_id) AS (
+  (SELECT coalesce(tenant_id, ''), run_at, id FROM work_items
+    WHERE status = 'pending' ORDER BY coalesce(tenant_id, ''), run_at, id LIMIT 1)
   UNION ALL
-  SELECT (SELECT coalesce(w.tenant_id, '') FROM work_items w
-           WHERE w.status = 'pending' AND coalesce(w.tenant_id, '') > lanes.lane
-           ORDER BY coalesce(w.tenant_id, '') LIMIT 1)
-    FROM lanes WHERE lanes.lane IS NOT NULL
-),
-heads AS (
-  SELECT lanes.lane, h.run_at AS head
+  SELECT nxt.lane, nxt.head, nxt.head_id
     FROM lanes
     CROSS JOIN LATERAL (
-      SELECT w.run_at FROM work_items w
-       WHERE w.status = 'pending' AND coalesce(w.tenant_id, '') = lanes.lane
-       ORDER BY w.run_at LIMIT 1) h
-   WHERE lanes.lane IS NOT NULL AND h.run_at <= $1
-   ORDER BY h.run_at, lanes.lane
-   LIMIT $2 * 4
+      SELECT coalesce(w.tenant_id, '') AS lane, w.run_at AS head, w.id AS head_id FROM work_items w
+       WHERE w.status = 'pending' AND coalesce(w.tenant_id, '') > lanes.lane
+       ORDER BY coalesce(w.tenant_id, ''), w.run_at, w.id LIMIT 1) nxt
+),
+heads AS (
+  SELECT lane, head, head_id FROM lanes WHERE head <= $1 ORDER BY head, lane LIMIT $2 * 4
 ),
 per_lane AS (
   SELECT greatest(2, ceil(2.0 * $2 / greatest(1, count(*))))::int AS n FROM heads
@@ -63,10 +67,12 @@ due AS (
     FROM heads
     CROSS JOIN LATERAL (
       SELECT w.id, w.concurrency_key, w.priority, w.run_at FROM work_items w
-       WHERE w.status = 'pending' AND coalesce(w.tenant_id, '') = heads.lane AND w.run_at <= $1
-         AND NOT EXISTS (
+       WHERE w.status = 'pending' AND coalesce(w.tenant_id, '') = heads.lane
+         AND (w.run_at, w.id) >= (heads.head, heads.head_id) AND w.run_at <= $1
+         AND (w.concurrency_key IS NULL OR NOT EXISTS (
                SELECT 1 FROM work_items held
-                WHERE held.status = 'leased' AND held.concurrency_key = w.concurrency_key)
+                WHERE held.status = 'leased' AND held.concurrency_key = w.concurrency_key
+               OFFSET 0))
        ORDER BY w.run_at, w.id
        LIMIT (SELECT n FROM per_lane)
          FOR UPDATE OF w SKIP LOCKED) d

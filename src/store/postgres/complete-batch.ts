@@ -11,7 +11,7 @@ const ITEM_ID = /^\d{1,18}$/;
  * the `id:owner` of every lease whose item it deleted; the others were no longer held.
  */
 export async function completeMany(c: Ctx, leases: readonly Lease[]): Promise<Set<string>> {
-  const rows = await c.sql.all<{ id: string; lease_owner: string; concurrency_key: string | null }>(
+  const rows = await c.sql.allReplanned<{ id: string; lease_owner: string; concurrency_key: string | null }>(
     `WITH done AS (
        DELETE FROM work_items w
         USING unnest($1::bigint[], $2::text[]) AS l (id, owner)

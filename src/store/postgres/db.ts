@@ -28,6 +28,17 @@ export class Sql {
     });
     return r.rows;
   }
+  /**
+   * Runs a statement unprepared, so the server plans it for these parameters and the table as
+   * it is now. For a hot statement whose right plan depends on the queue's size: a connection
+   * keeps one generic plan for a named statement, and one made while the queue was nearly
+   * empty may scan every leased row (a bitmap over `work_leases`) instead of probing ids,
+   * which grows with every finished item until VACUUM.
+   */
+  async allReplanned<T>(text: string, params: readonly unknown[] = []): Promise<T[]> {
+    const r = await this.client.query<T & QueryResultRow>(text, [...params]);
+    return r.rows;
+  }
   async get<T>(text: string, params: readonly unknown[] = []): Promise<T | undefined> {
     return (await this.all<T>(text, params))[0];
   }

@@ -1,0 +1,110 @@
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { Client } from "pg";
+import { CLAIM } from "../src/store/postgres/claim.ts";
+import { PostgresStore } from "../src/store/postgres/postgres-store.ts";
+import {
+  acquirePgServerLock,
+  dropSchemas,
+  freshSchemaName,
+  pgAvailableOrReport,
+  pgBaseUrl,
+  pgUnreachable,
+  pgUrl,
+} from "./pg-env.ts";
+
+const unreachable = await pgUnreachable();
+
+if (pgAvailableOrReport(unreachable, "PostgreSQL claim plan tests")) {
+  const schemas: string[] = [];
+  let release: () => void = () => {};
+  before(async () => {
+    release = await acquirePgServerLock();
+  });
+  after(() => release());
+  after(async () => {
+    await dropSchemas(schemas);
+  });
+
+  interface PlanNode {
+    "Subplan Name"?: string;
+    "Shared Hit Blocks": number;
+    "Shared Read Blocks": number;
+    "Actual Rows": number;
+    Plans?: PlanNode[];
+  }
+  const find = (n: PlanNode, name: string): PlanNode | undefined =>
+    n["Subplan Name"] === name ? n : n.Plans?.map((p) => find(p, name)).find(Boolean);
+  const pages = (n: PlanNode) => n["Shared Hit Blocks"] + n["Shared Read Blocks"];
+  /**
+   * Pages a statement touches, read off EXPLAIN ANALYZE, rolled back: all of it, or of the
+   * named part only.
+   */
+  const pagesOf = async (c: Client, sql: string, params: unknown[], part?: string) => {
+    await c.query("BEGIN");
+    try {
+      const r = await c.query<{ "QUERY PLAN": [{ Plan: PlanNode }] }>(
+        `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${sql}`,
+        params,
+      );
+      const plan = r.rows[0]!["QUERY PLAN"][0].Plan;
+      const node = part ? find(plan, part) : plan;
+      assert.ok(node, `no ${part} in the plan`);
+      return { pages: pages(node), rows: plan["Actual Rows"] };
+    } finally {
+      await c.query("ROLLBACK");
+    }
+  };
+  /** The seek that finds the first lane: it walks the dead entries at the front of the index. */
+  const LANE_SEEK = `SELECT coalesce(tenant_id, '') FROM work_items WHERE status = 'pending'
+                      ORDER BY coalesce(tenant_id, ''), run_at, id LIMIT 1`;
+
+  describe("postgres claim", () => {
+    test("a claim walks the finished items at the front of a lane once, not once per step", async () => {
+      const schema = freshSchemaName();
+      schemas.push(schema);
+      const store = new PostgresStore({ url: pgUrl(schema) });
+      await store.migrate();
+      const c = new Client({ connectionString: pgBaseUrl, options: `-c search_path=${schema}` });
+      await c.connect();
+      const items = (n: number) =>
+        Array.from({ length: n }, (_, i) => ({ kind: "timeout" as const, tenantId: null, payload: { i } }));
+      const measure = async () => {
+        // Twice: the first run marks the dead index entries it passes, as a running queue's
+        // claims keep doing; the second shows the steady cost.
+        await pagesOf(c, CLAIM, [Date.now(), 16, "probe", 30_000]);
+        // The choosing of the items (lanes, heads, due), not the leasing of the ones chosen.
+        const claim = await pagesOf(c, CLAIM, [Date.now(), 16, "probe", 30_000], "CTE chosen");
+        const seek = await pagesOf(c, LANE_SEEK, []);
+        return { claim, seek };
+      };
+      try {
+        await store.enqueue(items(100));
+        const before = await measure();
+        assert.equal(before.claim.rows, 16);
+
+        // These and 20,000 more run and finish; no VACUUM has removed their index entries
+        // yet, which lie at the front of the lane, before the next 100.
+        for (let i = 0; i < 20_000; i += 1000) await store.enqueue(items(1000));
+        for (;;) {
+          const claimed = await store.claim("w", 500, 30_000);
+          if (claimed.length === 0) break;
+          await Promise.all(claimed.map((it) => store.complete({ itemId: it.id, owner: "w" })));
+        }
+        await store.enqueue(items(100));
+        const afterwards = await measure();
+        assert.equal(afterwards.claim.rows, 16);
+
+        const walk = afterwards.seek.pages - before.seek.pages;
+        const grown = afterwards.claim.pages - before.claim.pages;
+        assert.ok(walk > 20, `the dead entries span ${walk} pages`);
+        // Walking them once per step (finding the lane, its head, then its due items) would
+        // grow the claim by three walks.
+        assert.ok(grown < 1.5 * walk, `the claim grew by ${grown} pages; one walk is ${walk}`);
+      } finally {
+        await c.end();
+        await store.close();
+      }
+    });
+  });
+}
