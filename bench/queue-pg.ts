@@ -36,7 +36,7 @@ import pg from "pg";
 import PgBoss from "pg-boss";
 import { openStore } from "../src/store/open-store.ts";
 import type { NewWorkItem, Store } from "../src/store/store.ts";
-import { fmt, table } from "./load.ts";
+import { commandLine, fmt, machineLine, recordResult, table } from "./load.ts";
 import { drain } from "./queue-pg/drain.ts";
 import type { FromWorker, ToWorker } from "./queue-pg/worker.ts";
 
@@ -451,12 +451,15 @@ async function main(): Promise<void> {
   }
   await contenders[0]!.close();
 
-  console.log(
+  // The report: printed and appended to bench/RESULTS.md with the machine and the command.
+  const report: string[] = [];
+  const say = (text: string) => report.push(text);
+  say(
     `\n${JOBS} no-op jobs per system and round, ${CONCURRENCY} in flight, enqueue in batches of ${ENQUEUE_BATCH}, ` +
       `${POOL} pooled connections each; PostgreSQL ${version} on loopback, ${availableParallelism()} cores; ` +
       `pg-boss ${versionOf("pg-boss")}, graphile-worker ${versionOf("graphile-worker")}\n`,
   );
-  console.log(
+  say(
     table(
       summary.map((s) => ({
         system: s.name,
@@ -481,11 +484,17 @@ async function main(): Promise<void> {
       "completed twice": rs.reduce((s, x) => s + x.twice, 0),
     };
   });
-  console.log(`\nlonghaul, ${JOBS} jobs drained by separate worker processes, each with its own store:\n`);
-  console.log(table(rows));
-  console.log(
+  say(`\nlonghaul, ${JOBS} jobs drained by separate worker processes, each with its own store:\n`);
+  say(table(rows));
+  say(
     `\nmedian of ${ROUNDS} interleaved rounds after a ${WARMUP_JOBS}-job warm-up; drain is timed from the first job ` +
       `in a handler (processes: from the start signal) to the database showing none left`,
+  );
+  recordResult(
+    "PostgreSQL queue drain",
+    machineLine(),
+    commandLine("bench:queue-pg", ["BENCH_JOBS", "BENCH_CONCURRENCY", "BENCH_ROUNDS", "BENCH_POSTGRES_URL"]),
+    report.join("\n").trim(),
   );
 }
 

@@ -1,0 +1,9 @@
+-- PostgreSQL's `work_leased_key` holds only the leases that carry a concurrency key, as
+-- SQLite's does since 012: every claim leased keyless items into it as NULL entries, which only
+-- grew the index the busy-key probe walks. Uniqueness between keyed leases is unchanged.
+-- `work_items` is rewritten by every claim and completion, so it is vacuumed and analyzed after
+-- a fixed number of changed rows rather than a share of a table whose size swings: dead
+-- entries at the front of each lane are what the claim's seeks walk over until VACUUM.
+--postgres: DROP INDEX work_leased_key;
+--postgres: CREATE UNIQUE INDEX work_leased_key ON work_items (concurrency_key) WHERE status = 'leased' AND concurrency_key IS NOT NULL;
+--postgres: ALTER TABLE work_items SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 5000);
