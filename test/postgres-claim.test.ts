@@ -60,6 +60,37 @@ if (pgAvailableOrReport(unreachable, "PostgreSQL claim plan tests")) {
                       ORDER BY coalesce(tenant_id, ''), run_at, id LIMIT 1`;
 
   describe("postgres claim", () => {
+    test("work_leased_key holds keyed leases only, and work_items is vacuumed after a fixed number of rows", async () => {
+      const schema = freshSchemaName();
+      schemas.push(schema);
+      const store = new PostgresStore({ url: pgUrl(schema) });
+      await store.migrate();
+      const c = new Client({ connectionString: pgBaseUrl, options: `-c search_path=${schema}` });
+      await c.connect();
+      try {
+        const index = await c.query<{ indexdef: string }>(
+          "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'work_leased_key'",
+          [schema],
+        );
+        assert.match(index.rows[0]!.indexdef, /^CREATE UNIQUE INDEX .*WHERE .*concurrency_key IS NOT NULL/);
+        const table = await c.query<{ reloptions: string[] }>(
+          "SELECT reloptions FROM pg_class WHERE oid = $1::regclass",
+          [`${schema}.work_items`],
+        );
+        assert.ok(table.rows[0]!.reloptions.includes("autovacuum_vacuum_threshold=5000"));
+        assert.ok(table.rows[0]!.reloptions.includes("autovacuum_vacuum_scale_factor=0"));
+        // Two items of one key are still never leased together.
+        await store.enqueue([
+          { kind: "timeout", tenantId: null, payload: {}, concurrencyKey: "k" },
+          { kind: "timeout", tenantId: null, payload: {}, concurrencyKey: "k" },
+        ]);
+        assert.equal((await store.claim("w", 10, 30_000)).length, 1);
+      } finally {
+        await c.end();
+        await store.close();
+      }
+    });
+
     test("a claim walks the finished items at the front of a lane once, not once per step", async () => {
       const schema = freshSchemaName();
       schemas.push(schema);
