@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { test } from "node:test";
+import { after, before, test } from "node:test";
 import { Client } from "pg";
 import { sleep } from "./helpers.ts";
 
@@ -78,6 +78,33 @@ export async function acquirePgServerLock(): Promise<() => void> {
       await sleep(100);
     }
   }
+}
+
+/**
+ * The PostgreSQL tests of one file: they run holding the server lock (another file restarts
+ * the server), and every schema `fresh()` names is dropped once they are done. Call it where
+ * the file's hooks belong: at its top level, or inside the block that runs its PostgreSQL tests.
+ */
+export function pgTestSchemas(): { fresh: () => string } {
+  const names: string[] = [];
+  let release: () => void = () => {};
+  before(async () => {
+    release = await acquirePgServerLock();
+  });
+  after(async () => {
+    try {
+      await dropSchemas(names);
+    } finally {
+      release();
+    }
+  });
+  return {
+    fresh: () => {
+      const name = freshSchemaName();
+      names.push(name);
+      return name;
+    },
+  };
 }
 
 export async function withPgServerLock<T>(fn: () => Promise<T>): Promise<T> {

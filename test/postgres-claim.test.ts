@@ -1,30 +1,14 @@
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { Client } from "pg";
 import { CLAIM } from "../src/store/postgres/claim.ts";
 import { PostgresStore } from "../src/store/postgres/postgres-store.ts";
-import {
-  acquirePgServerLock,
-  dropSchemas,
-  freshSchemaName,
-  pgAvailableOrReport,
-  pgBaseUrl,
-  pgUnreachable,
-  pgUrl,
-} from "./pg-env.ts";
+import { pgAvailableOrReport, pgBaseUrl, pgTestSchemas, pgUnreachable, pgUrl } from "./pg-env.ts";
 
 const unreachable = await pgUnreachable();
 
 if (pgAvailableOrReport(unreachable, "PostgreSQL claim plan tests")) {
-  const schemas: string[] = [];
-  let release: () => void = () => {};
-  before(async () => {
-    release = await acquirePgServerLock();
-  });
-  after(() => release());
-  after(async () => {
-    await dropSchemas(schemas);
-  });
+  const { fresh } = pgTestSchemas();
 
   interface PlanNode {
     "Subplan Name"?: string;
@@ -59,15 +43,26 @@ if (pgAvailableOrReport(unreachable, "PostgreSQL claim plan tests")) {
   const LANE_SEEK = `SELECT coalesce(tenant_id, '') FROM work_items WHERE status = 'pending'
                       ORDER BY coalesce(tenant_id, ''), run_at, id LIMIT 1`;
 
+  /** A migrated store on a fresh schema and a plain connection to that schema, for `fn`. */
+  const onFreshSchema = async (
+    fn: (store: PostgresStore, c: Client, schema: string) => Promise<void>,
+  ): Promise<void> => {
+    const schema = fresh();
+    const store = new PostgresStore({ url: pgUrl(schema) });
+    await store.migrate();
+    const c = new Client({ connectionString: pgBaseUrl, options: `-c search_path=${schema}` });
+    await c.connect();
+    try {
+      await fn(store, c, schema);
+    } finally {
+      await c.end();
+      await store.close();
+    }
+  };
+
   describe("postgres claim", () => {
-    test("work_leased_key holds keyed leases only, and work_items is vacuumed after a fixed number of rows", async () => {
-      const schema = freshSchemaName();
-      schemas.push(schema);
-      const store = new PostgresStore({ url: pgUrl(schema) });
-      await store.migrate();
-      const c = new Client({ connectionString: pgBaseUrl, options: `-c search_path=${schema}` });
-      await c.connect();
-      try {
+    test("work_leased_key holds keyed leases only, and work_items is vacuumed after a fixed number of rows", () =>
+      onFreshSchema(async (store, c, schema) => {
         const index = await c.query<{ indexdef: string }>(
           "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'work_leased_key'",
           [schema],
@@ -85,31 +80,21 @@ if (pgAvailableOrReport(unreachable, "PostgreSQL claim plan tests")) {
           { kind: "timeout", tenantId: null, payload: {}, concurrencyKey: "k" },
         ]);
         assert.equal((await store.claim("w", 10, 30_000)).length, 1);
-      } finally {
-        await c.end();
-        await store.close();
-      }
-    });
+      }));
 
-    test("a claim walks the finished items at the front of a lane once, not once per step", async () => {
-      const schema = freshSchemaName();
-      schemas.push(schema);
-      const store = new PostgresStore({ url: pgUrl(schema) });
-      await store.migrate();
-      const c = new Client({ connectionString: pgBaseUrl, options: `-c search_path=${schema}` });
-      await c.connect();
-      const items = (n: number) =>
-        Array.from({ length: n }, (_, i) => ({ kind: "timeout" as const, tenantId: null, payload: { i } }));
-      const measure = async () => {
-        // Twice: the first run marks the dead index entries it passes, as a running queue's
-        // claims keep doing; the second shows the steady cost.
-        await pagesOf(c, CLAIM, [Date.now(), 16, "probe", 30_000]);
-        // The choosing of the items (lanes, heads, due), not the leasing of the ones chosen.
-        const claim = await pagesOf(c, CLAIM, [Date.now(), 16, "probe", 30_000], "CTE chosen");
-        const seek = await pagesOf(c, LANE_SEEK, []);
-        return { claim, seek };
-      };
-      try {
+    test("a claim walks the finished items at the front of a lane once, not once per step", () =>
+      onFreshSchema(async (store, c) => {
+        const items = (n: number) =>
+          Array.from({ length: n }, (_, i) => ({ kind: "timeout" as const, tenantId: null, payload: { i } }));
+        const measure = async () => {
+          // Twice: the first run marks the dead index entries it passes, as a running queue's
+          // claims keep doing; the second shows the steady cost.
+          await pagesOf(c, CLAIM, [Date.now(), 16, "probe", 30_000]);
+          // The choosing of the items (lanes, heads, due), not the leasing of the ones chosen.
+          const claim = await pagesOf(c, CLAIM, [Date.now(), 16, "probe", 30_000], "CTE chosen");
+          const seek = await pagesOf(c, LANE_SEEK, []);
+          return { claim, seek };
+        };
         await store.enqueue(items(100));
         const before = await measure();
         assert.equal(before.claim.rows, 16);
@@ -132,10 +117,6 @@ if (pgAvailableOrReport(unreachable, "PostgreSQL claim plan tests")) {
         // Walking them once per step (finding the lane, its head, then its due items) would
         // grow the claim by three walks.
         assert.ok(grown < 1.5 * walk, `the claim grew by ${grown} pages; one walk is ${walk}`);
-      } finally {
-        await c.end();
-        await store.close();
-      }
-    });
+      }));
   });
 }

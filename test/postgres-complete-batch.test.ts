@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { pathToFileURL } from "node:url";
 import { Client, type PoolClient } from "pg";
 import { ManualClock } from "../src/core/clock.ts";
@@ -15,15 +15,7 @@ import { parseTarget } from "../src/store/postgres/pool.ts";
 import { PostgresStore } from "../src/store/postgres/postgres-store.ts";
 import type { Lease } from "../src/store/store.ts";
 import { sleep, tempDir, waitFor } from "./helpers.ts";
-import {
-  acquirePgServerLock,
-  dropSchemas,
-  freshSchemaName,
-  pgAvailableOrReport,
-  pgBaseUrl,
-  pgUnreachable,
-  pgUrl,
-} from "./pg-env.ts";
+import { pgAvailableOrReport, pgBaseUrl, pgTestSchemas, pgUnreachable, pgUrl } from "./pg-env.ts";
 
 const isLeaseLost = (e: unknown) => e instanceof LonghaulError && e.code === "LEASE_LOST";
 const lease = (itemId: string, owner = "w"): Lease => ({ itemId, owner });
@@ -160,20 +152,7 @@ describe("CompleteBatcher", () => {
 const unreachable = await pgUnreachable();
 
 if (pgAvailableOrReport(unreachable, "PostgreSQL batched completion tests")) {
-  const schemas: string[] = [];
-  let release: () => void = () => {};
-  before(async () => {
-    release = await acquirePgServerLock();
-  });
-  after(() => release());
-  after(async () => {
-    await dropSchemas(schemas);
-  });
-  const fresh = () => {
-    const s = freshSchemaName();
-    schemas.push(s);
-    return s;
-  };
+  const { fresh } = pgTestSchemas();
   const enqueueN = (store: PostgresStore, n: number) =>
     store.enqueue(
       Array.from({ length: n }, (_, i) => ({ kind: "timeout" as const, tenantId: null, payload: { i } })),

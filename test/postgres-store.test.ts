@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { Client } from "pg";
 import { ManualClock } from "../src/core/clock.ts";
 import { LonghaulError } from "../src/core/errors.ts";
@@ -8,39 +8,16 @@ import { knownMigrations } from "../src/store/postgres/migrate.ts";
 import { PostgresStore } from "../src/store/postgres/postgres-store.ts";
 import type { Lease, Store, WorkItem } from "../src/store/store.ts";
 import { waitFor } from "./helpers.ts";
-import {
-  acquirePgServerLock,
-  dropSchemas,
-  freshSchemaName,
-  pgAvailableOrReport,
-  pgBaseUrl,
-  pgUnreachable,
-  pgUrl,
-} from "./pg-env.ts";
+import { pgAvailableOrReport, pgBaseUrl, pgTestSchemas, pgUnreachable, pgUrl } from "./pg-env.ts";
 import { storeContract } from "./store-contract.ts";
 
 const baseUrl = pgBaseUrl;
 const unreachable = await pgUnreachable();
 
-/** Every test schema, dropped at the end. */
-const schemas: string[] = [];
-const freshSchema = () => {
-  const name = freshSchemaName();
-  schemas.push(name);
-  return name;
-};
 const urlFor = pgUrl;
 
 if (pgAvailableOrReport(unreachable, "PostgreSQL store tests")) {
-  // Another test file restarts the database server; never run beside it.
-  let release: () => void = () => {};
-  before(async () => {
-    release = await acquirePgServerLock();
-  });
-  after(() => release());
-  after(async () => {
-    await dropSchemas(schemas);
-  });
+  const { fresh: freshSchema } = pgTestSchemas();
 
   storeContract("postgres", async (clock) => {
     const store = new PostgresStore({ url: urlFor(freshSchema()), clock });
