@@ -1,5 +1,6 @@
 import { defaultMaxAttempts, type WorkKind } from "../../core/work-item.ts";
 import { json, parseJson } from "../json.ts";
+import { leaseLost } from "../ops/queue-ops.ts";
 import type { Tx } from "../sql/tx.ts";
 import type { Lease, NewWorkItem, WorkItem } from "../store.ts";
 import type { Sql } from "./db.ts";
@@ -49,6 +50,35 @@ export async function completeMany(tx: Tx, leases: readonly Lease[]): Promise<bo
  * Inserts work items. A dedupe key already held by a pending item keeps one item, due at
  * the earlier of the two times (so a resume never waits behind a retry's backoff).
  */
+/**
+ * `complete` calls folded into one `completeMany`: calls made one after another, with no other
+ * write queued between them, share the last one queued, whose list of leases grows until it
+ * runs (or crosses to the writer thread). `last` names the write queued last; `send` queues a
+ * `completeMany` of the list it is given. Each caller still gets its own answer, LEASE_LOST
+ * for a lease that no longer held its item, and the order of writes is kept.
+ */
+export class CompleteFold {
+  private open: { leases: Lease[]; held: Promise<boolean[]>; mark: unknown } | null = null;
+
+  constructor(
+    private readonly last: () => unknown,
+    private readonly send: (leases: Lease[]) => Promise<boolean[]>,
+  ) {}
+
+  complete(lease: Lease): Promise<void> {
+    let fold = this.open;
+    if (!fold || this.last() !== fold.mark) {
+      const leases: Lease[] = [];
+      const held = this.send(leases);
+      fold = this.open = { leases, held, mark: this.last() };
+    }
+    const i = fold.leases.push(lease) - 1;
+    return fold.held.then((held) => {
+      if (!held[i]) throw leaseLost(lease);
+    });
+  }
+}
+
 export function enqueue(sql: Sql, now: number, items: readonly NewWorkItem[]): void {
   for (const it of items) {
     sql.run(

@@ -5,12 +5,12 @@ import { type Clock, systemClock } from "../../core/clock.ts";
 import { LonghaulError } from "../../core/errors.ts";
 import { type IdGenerator, ulidGenerator } from "../../core/ids.ts";
 import { fanOut } from "../ops/fan-out.ts";
-import { leaseLost, recoverExpiredLeases } from "../ops/queue-ops.ts";
+import { recoverExpiredLeases } from "../ops/queue-ops.ts";
 import { type InboxDbRow, toInbox } from "../rows.ts";
 import { type Runner, SqlStore } from "../sql/sql-store.ts";
 import type { AppendedEvent, Tx } from "../sql/tx.ts";
 import type { InboxEventRow, Lease } from "../store.ts";
-import { claim, completeMany } from "./claim.ts";
+import { CompleteFold, claim, completeMany } from "./claim.ts";
 import { openDatabase, Sql } from "./db.ts";
 import { appendTaskEvents } from "./event-log.ts";
 import { GroupCommit } from "./group-commit.ts";
@@ -49,8 +49,10 @@ export class SqliteStore extends SqlStore {
    * read of the clock inside it (as PostgreSQL's `now()` is the transaction's). Null between writes.
    */
   private writeTime: number | null = null;
-  /** The `complete` calls folded into the last write queued (`complete`), while it is last. */
-  private completions: { leases: Lease[]; held: Promise<boolean[]>; mark: unknown } | null = null;
+  private readonly completes = new CompleteFold(
+    () => this.writer.last(),
+    (leases) => this.completeMany(leases),
+  );
 
   protected readonly run: Runner = {
     write: (op) => this.write(op),
@@ -201,21 +203,11 @@ export class SqliteStore extends SqlStore {
   }
   /**
    * Completes the item of `lease` (LEASE_LOST unless the lease still holds it). Calls made one
-   * after another, with no other write queued between them, fold into one operation: one
-   * savepoint and one DELETE for all (`completeMany`), as PostgreSQL folds them into one
-   * statement. Each caller still gets its own answer, and the order of writes is kept.
+   * after another fold into one operation (`CompleteFold`): one savepoint and one DELETE for
+   * all (`completeMany`), as PostgreSQL folds them into one statement.
    */
   override complete(lease: Lease): Promise<void> {
-    let fold = this.completions;
-    if (!fold || this.writer.last() !== fold.mark) {
-      const leases: Lease[] = [];
-      const held = this.completeMany(leases);
-      fold = this.completions = { leases, held, mark: this.writer.last() };
-    }
-    const i = fold.leases.push(lease) - 1;
-    return fold.held.then((held) => {
-      if (!held[i]) throw leaseLost(lease);
-    });
+    return this.completes.complete(lease);
   }
   /** Completes many leases in one write; answers, lease by lease, whether it held its item. */
   completeMany(leases: Lease[]): Promise<boolean[]> {

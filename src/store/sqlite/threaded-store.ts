@@ -6,10 +6,10 @@ import { type Clock, systemClock } from "../../core/clock.ts";
 import { LonghaulError } from "../../core/errors.ts";
 import { ulidGenerator } from "../../core/ids.ts";
 import * as outbound from "../ops/outbound-ops.ts";
-import { leaseLost } from "../ops/queue-ops.ts";
 import { operationKinds, type Runner, SqlStore } from "../sql/sql-store.ts";
 import type { Tx } from "../sql/tx.ts";
 import type { Lease, WorkItem } from "../store.ts";
+import { CompleteFold } from "./claim.ts";
 import { openDatabase, Sql } from "./db.ts";
 import { LocalNotifier } from "./notifier.ts";
 import { inboxForJobs } from "./sqlite-store.ts";
@@ -164,8 +164,11 @@ export class ThreadedSqliteStore extends SqlStore {
   /** Transactions on this thread's connection run one at a time. */
   private chain: Promise<unknown> = Promise.resolve();
   private readonly s: Record<"begin" | "beginWrite" | "commit" | "rollback", Database.Statement>;
-  /** The `complete` calls folded into the last call waiting to go out (`complete`), while it is last. */
-  private completions: { leases: Lease[]; held: Promise<boolean[]>; mark: unknown } | null = null;
+  // The arguments cross when the call goes out, after this turn: later completes still join.
+  private readonly completes = new CompleteFold(
+    () => this.writer.last(),
+    (leases) => this.call<boolean[]>("completeMany", [leases]),
+  );
 
   protected readonly run: Runner = {
     write: () => Promise.reject(new Error("ThreadedSqliteStore sends its writes to the writer thread")),
@@ -255,22 +258,11 @@ export class ThreadedSqliteStore extends SqlStore {
     return this.call("claim", [owner, limit, leaseMs]);
   }
   /**
-   * Sent folded: calls made one after another, with no other write between them, cross as one
-   * `completeMany` (one DELETE on the thread, SqliteStore.complete), whose answer says lease by
-   * lease whether it held its item. Each caller gets its own answer, LEASE_LOST as before.
+   * Sent folded (`CompleteFold`): calls made one after another cross as one `completeMany`
+   * (one DELETE on the thread), whose answer says lease by lease whether it held its item.
    */
   override complete(lease: Lease): Promise<void> {
-    let fold = this.completions;
-    if (!fold || this.writer.last() !== fold.mark) {
-      const leases: Lease[] = [];
-      // The arguments cross when the call goes out, after this turn: later calls still join.
-      const held = this.call<boolean[]>("completeMany", [leases]);
-      fold = this.completions = { leases, held, mark: this.writer.last() };
-    }
-    const i = fold.leases.push(lease) - 1;
-    return fold.held.then((held) => {
-      if (!held[i]) throw leaseLost(lease);
-    });
+    return this.completes.complete(lease);
   }
   releaseOrphanedLeases(): Promise<number> {
     return this.call("releaseOrphanedLeases", []);
