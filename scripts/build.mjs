@@ -72,7 +72,7 @@ for (const name of new Set(Object.values(vendored).map((spec) => spec.split("/")
   cpSync(join(dir, license), join(vendor, `${name}.LICENSE`));
 }
 const byName = Object.fromEntries(Object.entries(vendored).map(([name, spec]) => [spec, name]));
-const specifier = /(\bfrom\s*|\bimport\s*\(\s*)"([^"./][^"]*)"/g;
+const specifier = /(\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)"([^"./][^"]*)"/g;
 let rewritten = 0;
 for (const file of walk(dist)) {
   if (!file.endsWith(".js") || file.startsWith(vendor + sep)) continue;
@@ -85,6 +85,10 @@ for (const file of walk(dist)) {
       .join("/");
     return `${lead}"${path.startsWith(".") ? path : `./${path}`}"`;
   });
+  // Any other mention of a vendored package (an import written some other way) would load it
+  // from node_modules after all: the build stops instead.
+  const left = Object.keys(byName).find((spec) => out.includes(`"${spec}"`) || out.includes(`'${spec}'`));
+  if (left) throw new Error(`${relative(root, file)} still names "${left}", which dist/vendor/ bundles`);
   if (out !== text) {
     writeFileSync(file, out);
     rewritten++;
