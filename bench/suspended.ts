@@ -9,9 +9,8 @@
 //    against a no-op route on the same server (the cost of HTTP alone: the ceiling), and the
 //    disk's own latency at the same rate: a 512-byte append and fdatasync on the same disk (every
 //    durable write waits for one; a resume makes several in turn).
-import { spawn } from "node:child_process";
+import { fork, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
-import { open } from "node:fs/promises";
 import { availableParallelism, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -21,6 +20,7 @@ import { hashApiKey, newApiKey } from "../src/core/api-keys.ts";
 import { ulidGenerator } from "../src/core/ids.ts";
 import { defineTask } from "../src/core/task-type.ts";
 import { ThreadedSqliteStore } from "../src/store/sqlite/threaded-store.ts";
+import { exited } from "./children.ts";
 import { commandLine, fmt, machineLine, recordResult, table } from "./load.ts";
 
 const N = Number(process.env.BENCH_TASKS ?? 100_000);
@@ -228,25 +228,24 @@ async function measure(
   const measured = callbacks.length - WARM_POSTS;
   const perRound = Math.ceil(measured / ROUNDS);
 
-  // Resume detection: each callback's send time is kept with its task id while it is in
-  // flight. Whenever task events are announced (the store announces `task.succeeded` once the
-  // write that ends the task is durable) and every 10 ms as a fallback, one query reads
-  // which in-flight tasks are `succeeded`; the first time an id is seen ends its latency.
-  // The query touches only the in-flight ids (a few dozen at 500/s), not the whole table.
-  const sentAt = new Map<string, number>();
-  const resumeMs: number[] = [];
-  const succeeded = store.db
-    .prepare("SELECT id FROM tasks WHERE id IN (SELECT value FROM json_each(?)) AND status = 'succeeded'")
-    .pluck();
-  let recording = false;
+  // Resume detection: whenever task events are announced (the store announces `task.succeeded`
+  // once the write that ends the task is durable) and every 10 ms as a fallback, one query reads
+  // the `task.succeeded` events appended since the last look, and the time each task was first
+  // seen ended is kept. The generator's send times and these are the same wall clock.
+  const wallNow = () => performance.timeOrigin + performance.now();
+  const endedAt = new Map<string, number>();
+  let lastSeq =
+    (store.db.prepare("SELECT coalesce(max(seq), 0) FROM task_events").pluck().get() as number) ?? 0;
+  const succeededSince = store.db.prepare(
+    "SELECT seq, task_id AS id FROM task_events WHERE seq > ? AND type = 'task.succeeded' ORDER BY seq",
+  );
   let checkQueued = false;
   const check = () => {
     checkQueued = false;
-    if (sentAt.size === 0) return;
-    const seen = performance.now();
-    for (const id of succeeded.all(JSON.stringify([...sentAt.keys()])) as string[]) {
-      if (recording) resumeMs.push(seen - sentAt.get(id)!);
-      sentAt.delete(id);
+    const seen = wallNow();
+    for (const r of succeededSince.all(lastSeq) as { seq: number; id: string }[]) {
+      lastSeq = r.seq;
+      if (!endedAt.has(r.id)) endedAt.set(r.id, seen);
     }
   };
   const unsubscribe = store.onTaskEvents(() => {
@@ -262,103 +261,59 @@ async function measure(
     sent: number;
     seconds: number;
   }
-  /** Sends `count` POSTs on a fixed schedule, RATE per second, whatever the answers' pace. */
-  const openLoop = async (count: number, send: (i: number) => Promise<boolean>): Promise<Phase> => {
-    const latencies: number[] = [];
-    let errors = 0;
-    const inFlight: Promise<void>[] = [];
-    const interval = 1000 / RATE;
-    const start = performance.now();
-    let last = start;
-    for (let i = 0; i < count; ) {
-      const now = performance.now();
-      const due = start + i * interval;
-      if (now < due) {
-        await sleep(due - now);
-        continue;
-      }
-      last = now;
-      const t = now;
-      inFlight.push(
-        send(i)
-          .catch(() => false)
-          .then((ok) => {
-            latencies.push(performance.now() - t);
-            if (!ok) errors++;
-          }),
-      );
-      i++;
-    }
-    await Promise.all(inFlight);
-    return { latencies, errors, sent: count, seconds: (last - start) / 1000 };
-  };
-  /** Failed callback POSTs by answer ("network" when none came): their tasks are not waited for. */
-  const failures = new Map<string, number>();
-  const post = async (target: string, body: string): Promise<string> => {
-    try {
-      const res = await fetch(target, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body,
-        signal: AbortSignal.timeout(DRAIN_LIMIT_MS),
-      });
-      await res.arrayBuffer();
-      return String(res.status);
-    } catch {
-      return "network";
-    }
-  };
-  const noop = async () => (await post(`${url}/bench/noop`, JSON.stringify({ ok: true }))) === "200";
-  const resume = (from: number) => async (i: number) => {
-    const cb = callbacks[from + i]!;
-    sentAt.set(cb.id, performance.now());
-    const answer = await post(cb.url, JSON.stringify({ ok: true }));
-    if (answer === "200") return true;
-    sentAt.delete(cb.id);
-    if (recording) failures.set(answer, (failures.get(answer) ?? 0) + 1);
-    return false;
-  };
-  const drain = async () => {
-    const until = performance.now() + DRAIN_LIMIT_MS;
-    while (sentAt.size > 0 && performance.now() < until) await sleep(10);
-  };
-
-  await openLoop(WARM_POSTS, noop);
-  await openLoop(WARM_POSTS, resume(0));
-  await drain();
-  sentAt.clear();
-
-  // The disk's own latency, the floor under every durable write: 512 bytes appended to a file
-  // beside the database and fdatasync'd, at the same rate, one phase per round.
-  const disk = await open(join(dirname(dbPath), "fdatasync-probe"), "a");
-  const block = Buffer.alloc(512, 1);
-  const syncWrite = async () => {
-    await disk.write(block);
-    await disk.datasync();
-    return true;
-  };
-
-  const noopPhases: Phase[] = [];
-  const callbackPhases: Phase[] = [];
-  const diskPhases: Phase[] = [];
+  // The load generator: a process of its own (bench/suspended-load.mjs). After each callback
+  // phase it sends the time each accepted POST went out; the round ends once their tasks have
+  // ended here (or DRAIN_LIMIT_MS has passed: those count as lost).
+  const resumeMs: number[] = [];
+  let recording = false;
   let lost = 0;
-  recording = true;
-  const part2Started = performance.now();
-  // Rounds alternate the two routes so drift over the run hits both alike.
-  for (let from = WARM_POSTS; from < callbacks.length; from += perRound) {
-    if (performance.now() - part2Started > PART2_LIMIT_MS) break;
-    const n = Math.min(perRound, callbacks.length - from);
-    noopPhases.push(await openLoop(n, noop));
-    diskPhases.push(await openLoop(n, syncWrite));
-    callbackPhases.push(await openLoop(n, resume(from)));
-    await drain();
-    lost += sentAt.size;
-    sentAt.clear();
-  }
+  const generator = fork(fileURLToPath(new URL("./suspended-load.mjs", import.meta.url)), [], {
+    execArgv: [],
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  const onRound = async (sent: [string, number][]) => {
+    const until = performance.now() + DRAIN_LIMIT_MS;
+    while (sent.some(([id]) => !endedAt.has(id)) && performance.now() < until) await sleep(10);
+    for (const [id, at] of sent) {
+      const ended = endedAt.get(id);
+      if (!recording) continue;
+      if (ended === undefined) lost++;
+      else resumeMs.push(ended - at);
+    }
+    generator.send({ type: "drained" });
+  };
+  const result = await new Promise<{
+    phases: Record<"noop" | "disk" | "callbacks", Phase[]>;
+    failures: Record<string, number>;
+  }>((resolve, reject) => {
+    generator.on("message", (m: { type: string; sent?: [string, number][] }) => {
+      if (m.type === "recording") recording = true;
+      else if (m.type === "round") void onRound(m.sent!);
+      else if (m.type === "done") resolve(m as never);
+    });
+    generator.once("exit", (code) =>
+      reject(new Error(`the load generator exited (code ${code}) before it was done`)),
+    );
+    generator.send({
+      noopUrl: `${url}/bench/noop`,
+      callbacks,
+      rate: RATE,
+      warm: WARM_POSTS,
+      perRound,
+      rounds: ROUNDS,
+      diskPath: join(dirname(dbPath), "fdatasync-probe"),
+      timeoutMs: DRAIN_LIMIT_MS,
+      limitMs: PART2_LIMIT_MS,
+    });
+  });
+  await exited(generator);
   recording = false;
-  await disk.close();
   clearInterval(fallback);
   unsubscribe();
+  const noopPhases = result.phases.noop;
+  const diskPhases = result.phases.disk;
+  const callbackPhases = result.phases.callbacks;
+  const failures = new Map(Object.entries(result.failures));
 
   const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
   const at = (xs: number[], q: number) => xs[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? 0;

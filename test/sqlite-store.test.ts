@@ -170,6 +170,80 @@ test("with nothing waiting the WAL is synced in place; with writes waiting or a 
   db.close();
 });
 
+test("a write answered at COMMIT is told when it is durable; a signal at COMMIT keeps its batch's sync off the thread", async () => {
+  const path = join(tmp.dir, "durable-hooks.db");
+  const db = new Database(path);
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = NORMAL");
+  db.exec("CREATE TABLE t (x INTEGER)");
+  const calls: string[] = [];
+  const inFlight: ((err?: Error) => void)[] = [];
+  const writer = new GroupCommit(db, 512, {
+    syncWal: () =>
+      new Promise<void>((resolve, reject) => {
+        calls.push("pipelined");
+        inFlight.push((err) => (err ? reject(err) : resolve()));
+      }),
+    syncWalNow: () => {
+      calls.push("in place");
+    },
+  });
+  const tick = async () => {
+    for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
+  };
+  const log: string[] = [];
+  const insert = (x: number) => () => db.prepare("INSERT INTO t VALUES (?)").run(x);
+
+  // A begin: answered at COMMIT, durable after the sync its batch starts.
+  const begin = writer
+    .run(insert(1), { atCommit: true, durable: (err) => log.push(err ? "durable:failed" : "durable") })
+    .then(() => log.push("answered"));
+  await tick();
+  await begin;
+  assert.deepEqual(log, ["answered"], "answered at COMMIT, not yet durable");
+  assert.deepEqual(calls, ["pipelined"], "a write waiting to be durable starts a sync, off the thread");
+  inFlight.shift()!();
+  await tick();
+  assert.deepEqual(log, ["answered", "durable"]);
+
+  // A write whose COMMIT signals someone (work made due): the signal comes before the sync,
+  // which runs off the thread so the signal can travel; the answer comes after it.
+  log.length = 0;
+  calls.length = 0;
+  const signalled = writer
+    .run(insert(2), {
+      committed: () => {
+        log.push(`signal (synced: ${calls.length})`);
+        return true;
+      },
+    })
+    .then(() => log.push("answered"));
+  await tick();
+  assert.deepEqual(log, ["signal (synced: 0)"]);
+  assert.deepEqual(calls, ["pipelined"]);
+  inFlight.shift()!();
+  await signalled;
+  assert.deepEqual(log, ["signal (synced: 0)", "answered"]);
+
+  // Nothing signalled and nobody answered early: synced in place, as before.
+  calls.length = 0;
+  await writer.run(insert(3), { committed: () => false });
+  assert.deepEqual(calls, ["in place"]);
+
+  // A failed sync: the write answered at COMMIT hears that it may not be durable.
+  log.length = 0;
+  const lost = writer.run(insert(4), {
+    atCommit: true,
+    durable: (err) => log.push(err ? "durable:failed" : "durable"),
+  });
+  await tick();
+  await lost;
+  inFlight.shift()!(new Error("EIO"));
+  await tick();
+  assert.deepEqual(log, ["durable:failed"]);
+  db.close();
+});
+
 test("writes of one tick share one transaction, and a failing one is rolled back alone", async () => {
   const store = new SqliteStore({ path: join(tmp.dir, "group.db") });
   await store.migrate();

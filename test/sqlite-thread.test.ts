@@ -123,6 +123,35 @@ test("a write resolves after COMMIT: another connection sees it, with its events
   await store.close();
 });
 
+test("beginAdvance is answered at COMMIT; its task.running reaches this thread after the sync, with no other call to carry it", async () => {
+  const store = new ThreadedSqliteStore({ path: join(tmp.dir, "begin-at-commit.db") });
+  await store.migrate();
+  const tenant = await store.createTenant({ name: "a", keyHash: "h" });
+  const { task } = await store.submitTask(newTask(tenant.id, 1));
+  const [item] = await store.claim("w", 1, 30_000);
+  assert.ok(item);
+  const heard: number[] = [];
+  let wake: () => void = () => {};
+  const announced = new Promise<void>((resolve) => {
+    wake = resolve;
+  });
+  const stop = store.onTaskEvents((_tenant, seq) => {
+    heard.push(seq);
+    wake();
+  });
+  assert.equal(await store.beginAdvance({ itemId: item.id, owner: "w" }, task.id), "started");
+  // Nothing else is sent: the events travel on their own once the WAL holding them is synced.
+  await Promise.race([
+    announced,
+    new Promise((_, reject) => setTimeout(() => reject(new Error("task.running was never announced")), 5000)),
+  ]);
+  stop();
+  const events = await store.taskEvents(tenant.id, 0, 10);
+  const running = events.find((e) => e.type === "task.running");
+  assert.ok(running && heard.includes(running.seq));
+  await store.close();
+});
+
 test("a byte view crosses as its own bytes, not its whole pooled buffer, and the caller's values stay as they were", () => {
   // A small Buffer is a slice of Node's shared pool: cloned as it is, its 8 KiB would cross.
   const body = Buffer.from('{"id":"e1"}');

@@ -7,6 +7,16 @@ interface Pending {
   reject: (e: unknown) => void;
   /** Answered at COMMIT, before the WAL's sync (a write whose loss to a power cut is harmless). */
   atCommit: boolean;
+  /** Called once the write, committed, is on disk (or with the error of the sync that failed). */
+  durable: ((err?: unknown) => void) | undefined;
+  /** Called right after COMMIT; true when it told someone, who should hear before the sync. */
+  committed: (() => boolean) | undefined;
+}
+
+export interface RunOptions {
+  atCommit?: boolean;
+  durable?: (err?: unknown) => void;
+  committed?: () => boolean;
 }
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
@@ -74,11 +84,22 @@ export class GroupCommit {
   /**
    * Runs `op` in the next batch. With `atCommit`, it is answered as soon as its batch has
    * committed, without waiting for the WAL's sync: for a write whose loss to a power cut
-   * harms nothing (a claim: SQLite hands every lease back at start anyway).
+   * harms nothing (a claim: SQLite hands every lease back at start anyway). For a write
+   * that succeeded, `committed` is called right after COMMIT, before the WAL's sync (to
+   * signal work it made due: a claim runs in a later batch, so it sees the work committed),
+   * and `durable` once it is on disk, after the sync that covers it, or with that sync's
+   * error (what must not be announced before: task events).
    */
-  run<T>(op: () => T | Promise<T>, opts: { atCommit?: boolean } = {}): Promise<T> {
+  run<T>(op: () => T | Promise<T>, opts: RunOptions = {}): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ op, resolve, reject, atCommit: opts.atCommit === true });
+      this.queue.push({
+        op,
+        resolve,
+        reject,
+        atCommit: opts.atCommit === true,
+        durable: opts.durable,
+        committed: opts.committed,
+      });
       this.schedule();
     });
   }
@@ -133,24 +154,42 @@ export class GroupCommit {
           else if (r.ok) p.resolve(r.value);
           else p.reject(storageError(r.error));
         });
+      /** The writes not yet answered, and every succeeded write's `durable`, once on disk. */
+      const synced = (err?: unknown) => {
+        answer((p) => !p.atCommit, err);
+        batch.forEach((p, i) => {
+          if (p.durable && results[i]!.ok) p.durable(err);
+        });
+      };
+      // Whether someone hears of this batch before its sync: an answer at COMMIT, a signal.
+      let heard = false;
+      batch.forEach((p, i) => {
+        if (p.atCommit) heard = true;
+        if (p.committed && results[i]!.ok && p.committed()) heard = true;
+      });
       if (this.syncWal) {
         answer((p) => p.atCommit);
         // A batch of claims alone waits for no sync and starts none: the next write's sync
         // covers its COMMIT too, before that write is answered.
-        if (!batch.some((p) => !p.atCommit)) continue;
-        if (this.syncWalNow && !this.syncing && this.queue.length === 0) {
+        if (!batch.some((p) => !p.atCommit || p.durable)) continue;
+        // In place only when nothing could run meanwhile (no write waiting, no sync in
+        // flight) and nobody hears of the batch before it: a sync in place holds the thread,
+        // and what was answered or signalled at COMMIT would reach no one until it returns.
+        if (this.syncWalNow && !this.syncing && this.queue.length === 0 && !heard) {
           let error: unknown;
           try {
             this.syncWalNow();
           } catch (err) {
             error = err;
           }
-          answer((p) => !p.atCommit, error);
+          synced(error);
         } else {
-          this.afterCommit((err) => answer((p) => !p.atCommit, err));
+          this.afterCommit(synced);
         }
       } else {
-        answer(() => true);
+        // No WAL to sync (SQLite syncs at COMMIT, or an in-memory database): durable now.
+        answer((p) => p.atCommit);
+        synced();
       }
     }
   }

@@ -4,6 +4,7 @@ import type Database from "better-sqlite3";
 import { type Clock, systemClock } from "../../core/clock.ts";
 import { LonghaulError } from "../../core/errors.ts";
 import { type IdGenerator, ulidGenerator } from "../../core/ids.ts";
+import * as engine from "../ops/engine-ops.ts";
 import { fanOut } from "../ops/fan-out.ts";
 import { recoverExpiredLeases } from "../ops/queue-ops.ts";
 import { type InboxDbRow, toInbox } from "../rows.ts";
@@ -85,33 +86,44 @@ export class SqliteStore extends SqlStore {
   }
 
   /**
-   * A write in its savepoint of the group commit's transaction. The operation's task events
-   * are appended at its end, with the deliveries they owe, and announced after COMMIT.
+   * A write in its savepoint of the group commit's transaction. Work it made due is signalled
+   * at COMMIT: the worker's claim, a later write, sees it committed (and any durable write
+   * made from it syncs it first). Its task events are appended at its end, with the
+   * deliveries they owe, and announced once durable: when the write is answered, or for one
+   * answered at COMMIT (`atCommit`), after the WAL's sync that covers it.
    */
   private write<T>(op: (tx: Tx) => Promise<T>, opts: { atCommit?: boolean } = {}): Promise<T> {
     let appended: AppendedEvent[] = [];
     let work = false;
     const at = this.clock.now();
+    const announce = () => {
+      for (const e of appended) this.notifier.announce(e.tenantId, e.seq);
+    };
+    const committed = () => {
+      if (work) this.notifier.wake();
+      return work;
+    };
     return this.writer
-      .run(async () => {
-        // An operation that throws is rolled back and never reaches the lines below.
-        this.effects.events = [];
-        this.effects.work = false;
-        this.writeTime = at;
-        try {
-          const v = await op(this.tx);
-          appended = appendTaskEvents(this.sql, this.effects.events);
-          await fanOut(this.tx, appended);
-          work = this.effects.work;
-          return v;
-        } finally {
-          this.writeTime = null;
-        }
-      }, opts)
+      .run(
+        async () => {
+          // An operation that throws is rolled back and never reaches the lines below.
+          this.effects.events = [];
+          this.effects.work = false;
+          this.writeTime = at;
+          try {
+            const v = await op(this.tx);
+            appended = appendTaskEvents(this.sql, this.effects.events);
+            await fanOut(this.tx, appended);
+            work = this.effects.work;
+            return v;
+          } finally {
+            this.writeTime = null;
+          }
+        },
+        opts.atCommit ? { atCommit: true, committed, durable: (err) => err || announce() } : { committed },
+      )
       .then((v) => {
-        if (work) this.notifier.wake();
-        // Resolved only after COMMIT: the events announced here are durable.
-        for (const e of appended) this.notifier.announce(e.tenantId, e.seq);
+        if (!opts.atCommit) announce();
         return v;
       })
       .catch((err: unknown) => {
@@ -200,6 +212,15 @@ export class SqliteStore extends SqlStore {
     return this.write(async (tx) => claim(this.sql, tx.clock.now(), owner, limit, leaseMs), {
       atCommit: true,
     });
+  }
+  /**
+   * Answered at COMMIT, as a claim is, so the task's function starts while the WAL syncs; its
+   * `task.running` is announced only after that sync. One lost to a power cut leaves the task
+   * as it was and its item leased, handed back at start: the advance runs again, and every
+   * write the run makes under the lease (its steps, its end) syncs the begin first.
+   */
+  override beginAdvance(lease: Lease, taskId: string) {
+    return this.write((tx) => engine.beginAdvance(tx, lease, taskId), { atCommit: true });
   }
   /**
    * Completes the item of `lease` (LEASE_LOST unless the lease still holds it). Calls made one

@@ -99,13 +99,14 @@ class WriterThread {
     for (const r of rs) this.answer(r);
   }
 
+  /** An answer to a call, or a notice (id 0) of task events announced after their write's answer. */
   private answer(r: Reply): void {
+    // What the thread announced is heard before the answer it came with resolves.
+    this.links.get(r.store)?.answered(r);
     const w = this.waiting.get(r.id);
     if (!w) return;
     this.waiting.delete(r.id);
     if (this.waiting.size === 0) this.worker.unref();
-    const link = this.links.get(r.store);
-    link?.answered(r);
     if (r.ok) w.resolve(revive(r.value));
     else w.reject(errorIn(r.error));
   }

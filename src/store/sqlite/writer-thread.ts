@@ -34,39 +34,61 @@ function open(id: number, path: string): void {
   store.onTaskEvents((tenantId, seq) => {
     o.tenants.push(tenantId);
     o.seqs.push(seq);
+    schedule();
   });
   store.onWork(() => {
     o.work = true;
+    schedule();
   });
   stores.set(id, o);
 }
 
 function reply(call: Call, r: Reply): void {
-  // What the store's writes announced so far travels with the answer: the caller hears of an
-  // event no later than of the write that made it.
-  const o = stores.get(call.store);
-  if (o) {
-    if (o.seqs.length > 0) {
-      r.events = { tenants: o.tenants, seqs: o.seqs };
-      o.tenants = [];
-      o.seqs = [];
-    }
-    if (o.work) {
-      r.work = true;
-      o.work = false;
-    }
-    r.commits = o.store.commits;
-  }
   // Answers go back together once per turn of the thread's loop: a group commit's batch is
   // one crossing.
-  replies.push(r);
-  if (replies.length === 1) setImmediate(flush);
+  replies.push(withNews(call.store, r));
+  schedule();
 }
+
+/**
+ * What the store's writes announced so far travels with the answer: the caller hears of an
+ * event no later than of the write that made it.
+ */
+function withNews(store: number, r: Reply): Reply {
+  const o = stores.get(store);
+  if (!o) return r;
+  if (o.seqs.length > 0) {
+    r.events = { tenants: o.tenants, seqs: o.seqs };
+    o.tenants = [];
+    o.seqs = [];
+  }
+  if (o.work) {
+    r.work = true;
+    o.work = false;
+  }
+  r.commits = o.store.commits;
+  return r;
+}
+
 let replies: Reply[] = [];
+let scheduled = false;
+function schedule(): void {
+  if (scheduled) return;
+  scheduled = true;
+  setImmediate(flush);
+}
 function flush(): void {
+  scheduled = false;
+  // What no answer has carried goes as a notice (id 0, which no call waits for): work made due,
+  // signalled at COMMIT, before the write is answered after the WAL's sync; the events of a
+  // write answered at COMMIT, announced after that sync.
+  for (const [store, o] of stores) {
+    if (o.seqs.length > 0 || o.work)
+      replies.push(withNews(store, { id: 0, store, ok: true, value: undefined }));
+  }
   const out = replies;
   replies = [];
-  port!.postMessage(out);
+  if (out.length > 0) port!.postMessage(out);
 }
 
 async function run(call: Call): Promise<unknown> {
