@@ -170,7 +170,7 @@ test("with nothing waiting the WAL is synced in place; with writes waiting or a 
   db.close();
 });
 
-test("a write answered at COMMIT is told when it is durable; a signal at COMMIT keeps its batch's sync off the thread", async () => {
+test("a write answered at COMMIT is told when it is durable; a batch heard of at COMMIT by another thread syncs off this one", async () => {
   const path = join(tmp.dir, "durable-hooks.db");
   const db = new Database(path);
   db.pragma("journal_mode = WAL");
@@ -178,7 +178,7 @@ test("a write answered at COMMIT is told when it is durable; a signal at COMMIT 
   db.exec("CREATE TABLE t (x INTEGER)");
   const calls: string[] = [];
   const inFlight: ((err?: Error) => void)[] = [];
-  const writer = new GroupCommit(db, 512, {
+  const opts = (heardElsewhere: boolean) => ({
     syncWal: () =>
       new Promise<void>((resolve, reject) => {
         calls.push("pipelined");
@@ -187,59 +187,111 @@ test("a write answered at COMMIT is told when it is durable; a signal at COMMIT 
     syncWalNow: () => {
       calls.push("in place");
     },
+    heardElsewhere,
   });
+  // One write per batch, as the writer thread's store: answers at COMMIT go to another thread.
+  const writer = new GroupCommit(db, 1, opts(true));
   const tick = async () => {
     for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
   };
   const log: string[] = [];
   const insert = (x: number) => () => db.prepare("INSERT INTO t VALUES (?)").run(x);
+  const seen = () => `[${calls.join(", ")}]`;
 
-  // A begin: answered at COMMIT, durable after the sync its batch starts.
+  // A begin: answered at COMMIT while its sync runs off the thread, durable after it returns.
   const begin = writer
-    .run(insert(1), { atCommit: true, durable: (err) => log.push(err ? "durable:failed" : "durable") })
-    .then(() => log.push("answered"));
-  await tick();
+    .run(
+      () => {
+        insert(1)();
+        writer.whenDurable((err) => log.push(err ? "durable:failed" : `durable ${seen()}`));
+      },
+      { atCommit: true },
+    )
+    .then(() => log.push(`answered ${seen()}`));
   await begin;
-  assert.deepEqual(log, ["answered"], "answered at COMMIT, not yet durable");
-  assert.deepEqual(calls, ["pipelined"], "a write waiting to be durable starts a sync, off the thread");
+  assert.deepEqual(log, ["answered [pipelined]"]);
   inFlight.shift()!();
   await tick();
-  assert.deepEqual(log, ["answered", "durable"]);
+  assert.deepEqual(log, ["answered [pipelined]", "durable [pipelined]"]);
 
-  // A write whose COMMIT signals someone (work made due): the signal comes before the sync,
-  // which runs off the thread so the signal can travel; the answer comes after it.
+  // A write whose COMMIT signals someone (work made due): the signal comes right after COMMIT,
+  // the sync runs off the thread, the answer comes once it has returned.
   log.length = 0;
   calls.length = 0;
   const signalled = writer
     .run(insert(2), {
       committed: () => {
-        log.push(`signal (synced: ${calls.length})`);
+        log.push(`signal ${seen()}`);
         return true;
       },
     })
-    .then(() => log.push("answered"));
+    .then(() => log.push(`answered ${seen()}`));
   await tick();
-  assert.deepEqual(log, ["signal (synced: 0)"]);
-  assert.deepEqual(calls, ["pipelined"]);
+  assert.deepEqual(log, ["signal []"]);
   inFlight.shift()!();
   await signalled;
-  assert.deepEqual(log, ["signal (synced: 0)", "answered"]);
+  assert.deepEqual(log, ["signal []", "answered [pipelined]"]);
 
-  // Nothing signalled and nobody answered early: synced in place, as before.
+  // Nobody answered early and nothing signalled: synced in place.
   calls.length = 0;
   await writer.run(insert(3), { committed: () => false });
   assert.deepEqual(calls, ["in place"]);
 
-  // A failed sync: the write answered at COMMIT hears that it may not be durable.
+  // On the thread that hears the answers itself (the in-process store), a sync in place
+  // gathers the next writes meanwhile: heard or not, the batch is synced in place.
+  calls.length = 0;
   log.length = 0;
-  const lost = writer.run(insert(4), {
-    atCommit: true,
-    durable: (err) => log.push(err ? "durable:failed" : "durable"),
+  const local = new GroupCommit(db, 1, opts(false));
+  await local
+    .run(
+      () => {
+        insert(4)();
+        local.whenDurable(() => log.push(`durable ${seen()}`));
+      },
+      { atCommit: true },
+    )
+    .then(() => log.push(`answered ${seen()}`));
+  assert.deepEqual(log, ["durable [in place]", "answered [in place]"]);
+  db.close();
+});
+
+test("a write answered at COMMIT hears when the sync that was to make it durable fails", async () => {
+  const path = join(tmp.dir, "durable-failed.db");
+  const db = new Database(path);
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = NORMAL");
+  db.exec("CREATE TABLE t (x INTEGER)");
+  const inFlight: ((err?: Error) => void)[] = [];
+  const writer = new GroupCommit(db, 512, {
+    syncWal: () =>
+      new Promise<void>((resolve, reject) => inFlight.push((err) => (err ? reject(err) : resolve()))),
   });
-  await tick();
-  await lost;
+  const log: string[] = [];
+  await writer.run(
+    () => {
+      db.prepare("INSERT INTO t VALUES (1)").run();
+      writer.whenDurable((err) => log.push(err ? "durable:failed" : "durable"));
+    },
+    { atCommit: true },
+  );
+  assert.equal(log.length, 0, "answered at COMMIT; a sync was started for it");
+  assert.equal(inFlight.length, 1);
+  // An operation rolled back after asking is never told: its batch (answered at COMMIT) starts
+  // no sync for it.
+  await assert.rejects(
+    writer.run(
+      () => {
+        db.prepare("INSERT INTO t VALUES (2)").run();
+        writer.whenDurable(() => log.push("rolled back, told anyway"));
+        throw new Error("no");
+      },
+      { atCommit: true },
+    ),
+    /no/,
+  );
+  assert.equal(inFlight.length, 1, "no second sync");
   inFlight.shift()!(new Error("EIO"));
-  await tick();
+  await new Promise((r) => setImmediate(r));
   assert.deepEqual(log, ["durable:failed"]);
   db.close();
 });

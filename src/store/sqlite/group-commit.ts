@@ -8,14 +8,13 @@ interface Pending {
   /** Answered at COMMIT, before the WAL's sync (a write whose loss to a power cut is harmless). */
   atCommit: boolean;
   /** Called once the write, committed, is on disk (or with the error of the sync that failed). */
-  durable: ((err?: unknown) => void) | undefined;
+  durable: ((err?: unknown) => void)[];
   /** Called right after COMMIT; true when it told someone, who should hear before the sync. */
   committed: (() => boolean) | undefined;
 }
 
 export interface RunOptions {
   atCommit?: boolean;
-  durable?: (err?: unknown) => void;
   committed?: () => boolean;
 }
 
@@ -38,6 +37,8 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
  */
 export class GroupCommit {
   private queue: Pending[] = [];
+  /** The operation running in the open batch. */
+  private running: Pending | null = null;
   private scheduled = false;
   /** The running flush, until it has committed or rolled back its last batch. */
   private flushing: Promise<void> | null = null;
@@ -60,6 +61,14 @@ export class GroupCommit {
    * sync in flight), where a hop to the thread pool and back only adds to the wait.
    */
   private readonly syncWalNow: (() => void) | null;
+  /**
+   * Set when what a batch answers or signals at COMMIT is acted on by another thread (a store
+   * on the writer thread): such a batch is synced off this thread, so the writes those answers
+   * lead to (the claim of work made due, a task's next write) commit during the sync instead
+   * of waiting for it. Otherwise nobody can act before a sync in place returns anyway, and
+   * syncing in place lets the next writes gather into one batch meanwhile.
+   */
+  private readonly heardElsewhere: boolean;
   /** Batches committed and not yet covered by a sync. */
   private unsynced: ((err?: unknown) => void)[] = [];
   private syncing: Promise<void> | null = null;
@@ -67,10 +76,11 @@ export class GroupCommit {
   constructor(
     private readonly db: Database,
     private readonly maxBatch = 512,
-    opts: { syncWal?: () => Promise<void>; syncWalNow?: () => void } = {},
+    opts: { syncWal?: () => Promise<void>; syncWalNow?: () => void; heardElsewhere?: boolean } = {},
   ) {
     this.syncWal = opts.syncWal ?? null;
     this.syncWalNow = opts.syncWalNow ?? null;
+    this.heardElsewhere = opts.heardElsewhere === true;
     this.s = {
       begin: db.prepare("BEGIN IMMEDIATE"),
       commit: db.prepare("COMMIT"),
@@ -86,9 +96,7 @@ export class GroupCommit {
    * committed, without waiting for the WAL's sync: for a write whose loss to a power cut
    * harms nothing (a claim: SQLite hands every lease back at start anyway). For a write
    * that succeeded, `committed` is called right after COMMIT, before the WAL's sync (to
-   * signal work it made due: a claim runs in a later batch, so it sees the work committed),
-   * and `durable` once it is on disk, after the sync that covers it, or with that sync's
-   * error (what must not be announced before: task events).
+   * signal work it made due: a claim runs in a later batch, so it sees the work committed).
    */
   run<T>(op: () => T | Promise<T>, opts: RunOptions = {}): Promise<T> {
     return new Promise<T>((resolve, reject) => {
@@ -97,7 +105,7 @@ export class GroupCommit {
         resolve,
         reject,
         atCommit: opts.atCommit === true,
-        durable: opts.durable,
+        durable: [],
         committed: opts.committed,
       });
       this.schedule();
@@ -122,6 +130,17 @@ export class GroupCommit {
    */
   last(): unknown {
     return this.queue.at(-1);
+  }
+
+  /**
+   * For the operation running now: `fn` is called once its write is on disk, after the WAL's
+   * sync that covers it (or with that sync's error), even if it was answered at COMMIT, whose
+   * batch is then synced. Dropped if the operation is rolled back. What a write answered at
+   * COMMIT must not announce before it is durable (its task events) waits here.
+   */
+  whenDurable(fn: (err?: unknown) => void): void {
+    if (!this.running) throw new Error("whenDurable is called from a running operation");
+    this.running.durable.push(fn);
   }
 
   /** Resolves once no batch is open: what a read on this connection sees is committed. */
@@ -158,7 +177,7 @@ export class GroupCommit {
       const synced = (err?: unknown) => {
         answer((p) => !p.atCommit, err);
         batch.forEach((p, i) => {
-          if (p.durable && results[i]!.ok) p.durable(err);
+          if (results[i]!.ok) for (const fn of p.durable) fn(err);
         });
       };
       // Whether someone hears of this batch before its sync: an answer at COMMIT, a signal.
@@ -171,11 +190,10 @@ export class GroupCommit {
         answer((p) => p.atCommit);
         // A batch of claims alone waits for no sync and starts none: the next write's sync
         // covers its COMMIT too, before that write is answered.
-        if (!batch.some((p) => !p.atCommit || p.durable)) continue;
+        if (!batch.some((p) => !p.atCommit || p.durable.length > 0)) continue;
         // In place only when nothing could run meanwhile (no write waiting, no sync in
-        // flight) and nobody hears of the batch before it: a sync in place holds the thread,
-        // and what was answered or signalled at COMMIT would reach no one until it returns.
-        if (this.syncWalNow && !this.syncing && this.queue.length === 0 && !heard) {
+        // flight) and no other thread heard of the batch (`heardElsewhere`).
+        if (this.syncWalNow && !this.syncing && this.queue.length === 0 && !(heard && this.heardElsewhere)) {
           let error: unknown;
           try {
             this.syncWalNow();
@@ -231,17 +249,21 @@ export class GroupCommit {
     const results: Outcome[] = [];
     for (const p of batch) {
       this.s.savepoint.run();
+      this.running = p;
       try {
         const value = await p.op();
         this.s.release.run();
         results.push({ ok: true, value });
       } catch (error) {
+        p.durable = [];
         // A full disk can fail a statement that spills pages, and SQLite may then have rolled
         // back the whole transaction: the rest of the batch must not run outside of it.
         if (isStorageFull(error) || !this.db.inTransaction) throw error;
         this.s.rollbackTo.run();
         this.s.release.run();
         results.push({ ok: false, error });
+      } finally {
+        this.running = null;
       }
     }
     return results;

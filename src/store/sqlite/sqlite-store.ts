@@ -24,6 +24,11 @@ export interface SqliteStoreOptions {
   path: string;
   clock?: Clock;
   ids?: IdGenerator;
+  /**
+   * The store runs on the writer thread: what a batch answers or signals at COMMIT is acted
+   * on by the calling thread while the WAL syncs (GroupCommit's `heardElsewhere`).
+   */
+  onWriterThread?: boolean;
 }
 
 /**
@@ -81,6 +86,7 @@ export class SqliteStore extends SqlStore {
       this.writer = new GroupCommit(this.db, 512, {
         syncWal: () => this.syncWal(),
         syncWalNow: () => fdatasyncSync(this.walFd()),
+        heardElsewhere: opts.onWriterThread === true,
       });
     }
   }
@@ -115,12 +121,13 @@ export class SqliteStore extends SqlStore {
             appended = appendTaskEvents(this.sql, this.effects.events);
             await fanOut(this.tx, appended);
             work = this.effects.work;
+            if (opts.atCommit && appended.length > 0) this.writer.whenDurable((err) => err || announce());
             return v;
           } finally {
             this.writeTime = null;
           }
         },
-        opts.atCommit ? { atCommit: true, committed, durable: (err) => err || announce() } : { committed },
+        { atCommit: opts.atCommit === true, committed },
       )
       .then((v) => {
         if (!opts.atCommit) announce();

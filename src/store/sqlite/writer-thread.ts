@@ -29,7 +29,7 @@ const stores = new Map<number, Open>();
 const failed = new Map<number, unknown>();
 
 function open(id: number, path: string): void {
-  const store = new SqliteStore({ path, clock });
+  const store = new SqliteStore({ path, clock, onWriterThread: true });
   const o: Open = { store, tenants: [], seqs: [], work: false };
   store.onTaskEvents((tenantId, seq) => {
     o.tenants.push(tenantId);
