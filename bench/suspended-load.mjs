@@ -45,11 +45,16 @@ async function openLoop(rate, count, send) {
 }
 
 /**
- * The answer's status, or "network" when none came. node:http with a keep-alive agent: its
- * own cost and pauses are a fraction of `fetch`'s, which would otherwise show in every figure.
+ * The answer's status, or "network (<error code>)" when none came. node:http with a keep-alive
+ * agent: its own cost and pauses are a fraction of `fetch`'s, which would otherwise show in
+ * every figure. A request whose connection was reset before any answer came (on a kept-alive
+ * socket the server closed just as it was reused, Node's documented `reusedSocket` race, or
+ * on a new one) is sent again once, its time counted from the first send; such resends are
+ * counted and reported.
  */
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
-function post(url, body, timeoutMs) {
+const resent = { reused: 0, fresh: 0 };
+function post(url, body, timeoutMs, retried = false) {
   return new Promise((resolve) => {
     const req = request(url, {
       method: "POST",
@@ -57,13 +62,20 @@ function post(url, body, timeoutMs) {
       headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
       timeout: timeoutMs,
     });
+    let answered = false;
     req.on("response", (res) => {
+      answered = true;
       res.resume();
       res.on("end", () => resolve(String(res.statusCode)));
-      res.on("error", () => resolve("network"));
+      res.on("error", (err) => resolve(`network (${err.code ?? err.message})`));
     });
     req.on("timeout", () => req.destroy());
-    req.on("error", () => resolve("network"));
+    req.on("error", (err) => {
+      if (!retried && !answered && err.code === "ECONNRESET") {
+        resent[req.reusedSocket ? "reused" : "fresh"]++;
+        resolve(post(url, body, timeoutMs, true));
+      } else resolve(`network (${err.code ?? err.message})`);
+    });
     req.end(body);
   });
 }
@@ -125,7 +137,7 @@ async function run(plan) {
     phases.callbacks.push(await callbackPhase(from, n));
   }
   await disk.close();
-  process.send({ type: "done", phases, failures });
+  process.send({ type: "done", phases, failures, resent });
 }
 
 process.once("message", (plan) => {

@@ -285,6 +285,7 @@ async function measure(
   const result = await new Promise<{
     phases: Record<"noop" | "disk" | "callbacks", Phase[]>;
     failures: Record<string, number>;
+    resent: { reused: number; fresh: number };
   }>((resolve, reject) => {
     generator.on("message", (m: { type: string; sent?: [string, number][] }) => {
       if (m.type === "recording") recording = true;
@@ -393,7 +394,8 @@ async function measure(
     `\n${callbackPhases.length} of ${ROUNDS} rounds alternating the no-op route, the disk reference and the callbacks (no round starts after ` +
       `${PART2_LIMIT_MS / 60_000} min), ${WARM_POSTS} unmeasured POSTs per route first; resume errors = ` +
       `callback POSTs not answered 200 (${failed}) + ${lost} accepted but not seen succeeded within ` +
-      `${DRAIN_LIMIT_MS / 1000} s of the round's last POST`,
+      `${DRAIN_LIMIT_MS / 1000} s of the round's last POST; POSTs sent again after a connection reset before any ` +
+      `answer (counted from the first send): ${result.resent.reused} on a reused keep-alive socket, ${result.resent.fresh} on a new one`,
   );
   recordResult(
     "suspended tasks: memory and resume latency",
