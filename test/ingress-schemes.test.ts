@@ -443,3 +443,12 @@ describe("source configuration", () => {
     }
   });
 });
+
+test("a source with an unknown key is refused by name when it is built", () => {
+  // `bodyLimit` for `body_limit`: ignored, the source would keep the default limit.
+  assert.throws(
+    () => buildSource("misspelt", { provider: "sim", secrets: ["whsec_eA=="], bodyLimit: 10 } as never),
+    refusedWith("CONFIG_INVALID", 'unknown key "bodyLimit"; known keys: provider, scheme, secrets'),
+  );
+  assert.throws(() => buildSource("list", [] as never), refusedWith("CONFIG_INVALID", "must be an object"));
+});

@@ -124,3 +124,19 @@ test("malformed fields are refused by name", () => {
   );
   configError(() => providersFromConfig({ sim: "http://x" } as never, {}), /must be an object/);
 });
+
+test("an unknown key in an entry is refused by name, with the keys its kind takes", () => {
+  configError(
+    () => providersFromConfig({ sim: { base_url: "http://x", baseurl: "http://y" } }, {}),
+    /unknown key "baseurl"; a sim entry takes kind, base_url, api_key, api_key_env, timeout_ms/,
+  );
+  // `headers` belongs to http entries only: given to openai it would be ignored.
+  configError(
+    () => providersFromConfig({ openai: { api_key: "k", headers: { a: "b" } } }, {}),
+    /unknown key "headers"/,
+  );
+  assert.equal(
+    providersFromConfig({ ocr: { kind: "http", base_url: "http://x", create_path: "/jobs" } }, {})[0]?.name,
+    "ocr",
+  );
+});

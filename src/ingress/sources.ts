@@ -58,8 +58,42 @@ export const schemes: ReadonlyMap<string, Scheme> = new Map(
   [standardWebhooks, stripe, github, googHmac, jwt, slack].map((s) => [s.name, s]),
 );
 
-/** Checks a source's configuration and prepares its verifier; throws `CONFIG_INVALID`. */
+/** Every key a `sources` entry takes (some only with some schemes). */
+const SOURCE_KEYS: readonly (keyof SourceConfig)[] = [
+  "provider",
+  "scheme",
+  "secrets",
+  "tolerance_s",
+  "body_limit",
+  "jwks_url",
+  "jwks",
+  "issuer",
+  "audience",
+  "algorithms",
+  "max_age_s",
+  "body_hash_claim",
+];
+
+/**
+ * Checks a source's configuration and prepares its verifier; throws `CONFIG_INVALID`. An
+ * unknown key is refused by name: a misspelt one (`secret` for `secrets`) would otherwise be
+ * ignored in silence.
+ */
 export function buildSource(name: string, c: SourceConfig): Source {
+  if (typeof c !== "object" || c === null || Array.isArray(c)) {
+    throw new LonghaulError(
+      "CONFIG_INVALID",
+      `Source "${name}" must be an object such as { "provider": "…" }.`,
+    );
+  }
+  for (const key of Object.keys(c)) {
+    if (!(SOURCE_KEYS as readonly string[]).includes(key)) {
+      throw new LonghaulError(
+        "CONFIG_INVALID",
+        `Source "${name}" has unknown key "${key}"; known keys: ${SOURCE_KEYS.join(", ")}.`,
+      );
+    }
+  }
   const schemeName = c.scheme ?? "standard-webhooks";
   const scheme = schemes.get(schemeName);
   if (!scheme) {

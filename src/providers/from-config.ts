@@ -19,6 +19,15 @@ export interface ProviderConfig {
 
 const kinds = ["sim", "openai", "gemini", "http"] as const;
 
+/** The keys an entry of each kind takes; any other is refused by name. */
+const COMMON_KEYS = ["kind", "base_url", "api_key", "api_key_env", "timeout_ms"];
+const KEYS: Record<(typeof kinds)[number], readonly string[]> = {
+  sim: COMMON_KEYS,
+  openai: COMMON_KEYS,
+  gemini: COMMON_KEYS,
+  http: [...COMMON_KEYS, "headers", "create_path", "status_path", "cancel_path"],
+};
+
 /**
  * A `Provider` object given in the configuration in place of a config entry: told apart by
  * its shape (a `create` function). It keeps its own adapter; its `name` must be its entry's.
@@ -66,6 +75,11 @@ function build(name: string, entry: unknown, env: Record<string, string | undefi
     return bad(
       `has kind ${JSON.stringify(kind)}; known kinds: ${kinds.join(", ")} (set "kind" when the name is not one of them)`,
     );
+  }
+  const known = KEYS[kind as (typeof kinds)[number]];
+  for (const key of Object.keys(entry)) {
+    if (!known.includes(key))
+      return bad(`has unknown key "${key}"; a ${kind} entry takes ${known.join(", ")}`);
   }
   const text = (field: string): string | undefined => {
     const v = entry[field];
