@@ -31,12 +31,20 @@ test("the database runs in WAL mode; the writer commits without syncing and the 
   await memory.close();
 });
 
-test("a write is answered only once a WAL sync begun after its COMMIT returns; the next batch commits meanwhile", async () => {
-  const path = join(tmp.dir, "pipelined.db");
-  const db = new Database(path);
+/**
+ * A WAL database file whose writer commits without syncing (as SqliteStore's), with one table
+ * `t (x)`: what the GroupCommit tests below drive with a sync of their own.
+ */
+function walTable(file: string): Database.Database {
+  const db = new Database(join(tmp.dir, file));
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = NORMAL");
   db.exec("CREATE TABLE t (x INTEGER)");
+  return db;
+}
+
+test("a write is answered only once a WAL sync begun after its COMMIT returns; the next batch commits meanwhile", async () => {
+  const db = walTable("pipelined.db");
   const syncs: { release: (err?: Error) => void; rows: number }[] = [];
   const count = () => (db.prepare("SELECT count(*) AS n FROM t").get() as { n: number }).n;
   const writer = new GroupCommit(db, 512, {
@@ -91,11 +99,7 @@ test("a write is answered only once a WAL sync begun after its COMMIT returns; t
 });
 
 test("a batch of claims alone starts no WAL sync; the next write's sync covers it", async () => {
-  const path = join(tmp.dir, "claims-unsynced.db");
-  const db = new Database(path);
-  db.pragma("journal_mode = WAL");
-  db.pragma("synchronous = NORMAL");
-  db.exec("CREATE TABLE t (x INTEGER)");
+  const db = walTable("claims-unsynced.db");
   const syncs: { release: () => void; rows: number }[] = [];
   const count = () => (db.prepare("SELECT count(*) AS n FROM t").get() as { n: number }).n;
   const writer = new GroupCommit(db, 512, {
@@ -124,11 +128,7 @@ test("a batch of claims alone starts no WAL sync; the next write's sync covers i
 });
 
 test("with nothing waiting the WAL is synced in place; with writes waiting or a sync in flight, pipelined", async () => {
-  const path = join(tmp.dir, "sync-in-place.db");
-  const db = new Database(path);
-  db.pragma("journal_mode = WAL");
-  db.pragma("synchronous = NORMAL");
-  db.exec("CREATE TABLE t (x INTEGER)");
+  const db = walTable("sync-in-place.db");
   const calls: string[] = [];
   const inFlight: (() => void)[] = [];
   let failNow: Error | null = null;
@@ -171,11 +171,7 @@ test("with nothing waiting the WAL is synced in place; with writes waiting or a 
 });
 
 test("a write answered at COMMIT is told when it is durable; a batch heard of at COMMIT by another thread syncs off this one", async () => {
-  const path = join(tmp.dir, "durable-hooks.db");
-  const db = new Database(path);
-  db.pragma("journal_mode = WAL");
-  db.pragma("synchronous = NORMAL");
-  db.exec("CREATE TABLE t (x INTEGER)");
+  const db = walTable("durable-hooks.db");
   const calls: string[] = [];
   const inFlight: ((err?: Error) => void)[] = [];
   const opts = (heardElsewhere: boolean) => ({
@@ -256,11 +252,7 @@ test("a write answered at COMMIT is told when it is durable; a batch heard of at
 });
 
 test("a write answered at COMMIT hears when the sync that was to make it durable fails", async () => {
-  const path = join(tmp.dir, "durable-failed.db");
-  const db = new Database(path);
-  db.pragma("journal_mode = WAL");
-  db.pragma("synchronous = NORMAL");
-  db.exec("CREATE TABLE t (x INTEGER)");
+  const db = walTable("durable-failed.db");
   const inFlight: ((err?: Error) => void)[] = [];
   const writer = new GroupCommit(db, 512, {
     syncWal: () =>

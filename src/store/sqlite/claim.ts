@@ -47,10 +47,6 @@ export async function completeMany(tx: Tx, leases: readonly Lease[]): Promise<bo
 }
 
 /**
- * Inserts work items. A dedupe key already held by a pending item keeps one item, due at
- * the earlier of the two times (so a resume never waits behind a retry's backoff).
- */
-/**
  * `complete` calls folded into one `completeMany`: calls made one after another, with no other
  * write queued between them, share the last one queued, whose list of leases grows until it
  * runs (or crosses to the writer thread). `last` names the write queued last; `send` queues a
@@ -79,6 +75,10 @@ export class CompleteFold {
   }
 }
 
+/**
+ * Inserts work items. A dedupe key already held by a pending item keeps one item, due at
+ * the earlier of the two times (so a resume never waits behind a retry's backoff).
+ */
 export function enqueue(sql: Sql, now: number, items: readonly NewWorkItem[]): void {
   for (const it of items) {
     sql.run(

@@ -180,7 +180,8 @@ export class GroupCommit {
           if (results[i]!.ok) for (const fn of p.durable) fn(err);
         });
       };
-      // Whether someone hears of this batch before its sync: an answer at COMMIT, a signal.
+      // The signals of the batch's writes, made now, right after COMMIT (`committed`), and
+      // whether anyone hears of the batch before its sync: a signal, or an answer at COMMIT.
       let heard = false;
       batch.forEach((p, i) => {
         if (p.atCommit) heard = true;
