@@ -129,10 +129,11 @@ for (const kind of ["in-process", "writer thread"] as const) {
       const first = store.complete(c!);
       const extended = store.extendLease(d!, 60_000);
       const second = store.complete(d!);
+      // A complete is answered at COMMIT, a fail once durable: each answer is awaited from now.
+      const refused = [rejectsLeaseLost(late, a!), rejectsLeaseLost(lateFail, b!)];
       assert.equal(await failed, "retry");
-      await rejectsLeaseLost(late, a!);
       await done;
-      await rejectsLeaseLost(lateFail, b!);
+      await Promise.all(refused);
       await Promise.all([first, extended, second]);
       assert.equal(statusOf(store, a!.itemId), "pending");
       for (const l of [b, c, d]) assert.equal(statusOf(store, l!.itemId), undefined);

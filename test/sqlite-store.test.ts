@@ -288,6 +288,82 @@ test("a write answered at COMMIT hears when the sync that was to make it durable
   db.close();
 });
 
+test("a SqliteStore answers claims, begins and bare completes at COMMIT; a recorded write and a begin's event wait for the WAL's sync", async () => {
+  const store = new SqliteStore({ path: join(tmp.dir, "store-at-commit.db") });
+  await store.migrate();
+  const tenant = await store.createTenant({ name: "a", keyHash: "h" });
+  // Every sync of the WAL is held until the test lets it return.
+  const held: (() => void)[] = [];
+  const writer = (store as unknown as { writer: Record<string, unknown> }).writer;
+  writer.syncWal = () => new Promise<void>((resolve) => held.push(resolve));
+  writer.syncWalNow = null;
+  const release = () => {
+    for (const r of held.splice(0)) r();
+  };
+  const tick = () => new Promise((r) => setImmediate(r));
+  /** The call's value if it is answered within a few turns, with every sync held. */
+  const answered = async <T>(p: Promise<T>): Promise<T> => {
+    let out: { v: T } | null = null;
+    void p.then((v) => {
+      out = { v };
+    });
+    for (let i = 0; i < 5 && !out; i++) await tick();
+    assert.ok(out, "answered with the WAL's sync still held");
+    return (out as { v: T }).v;
+  };
+  const events: number[] = [];
+  store.onTaskEvents((_tenant, seq) => events.push(seq));
+
+  let submitted = false;
+  const submit = store
+    .submitTask({
+      tenantId: tenant.id,
+      type: "x",
+      input: 1,
+      clientRequestId: null,
+      userId: null,
+      traceId: null,
+    })
+    .then((r) => {
+      submitted = true;
+      return r;
+    });
+  await tick();
+  await tick();
+  assert.equal(held.length, 1, "the submit's batch committed and its sync began");
+  assert.equal(submitted, false, "a recorded write is not answered before its sync returns");
+  assert.deepEqual(events, [], "nor is its task.created announced");
+  release();
+  const { task } = await submit;
+  assert.equal(events.length, 1);
+
+  // A claim and a begin are answered with the sync still held; the begin's task.running waits.
+  const [item] = await answered(store.claim("w", 1, 30_000));
+  assert.ok(item);
+  assert.equal(held.length, 0, "a claim alone starts no sync");
+  const lease = { itemId: item.id, owner: "w" };
+  assert.equal(await answered(store.beginAdvance(lease, task.id)), "started");
+  assert.equal(events.length, 1, "task.running is not announced before its sync");
+  assert.equal(held.length, 1, "a begin that appended an event starts a sync");
+  release();
+  await tick();
+  assert.equal(events.length, 2, "task.running is announced once durable");
+
+  // A bare complete: answered at COMMIT, no sync of its own.
+  await answered(store.complete(lease));
+  assert.equal(held.length, 0, "a bare complete starts no sync");
+  assert.equal(
+    (store.db.prepare("SELECT count(*) AS n FROM work_items WHERE id = ?").get(item.id) as { n: number }).n,
+    0,
+  );
+  await assert.rejects(
+    store.complete(lease),
+    (e: unknown) => e instanceof LonghaulError && e.code === "LEASE_LOST",
+  );
+  writer.syncWal = async () => {};
+  await store.close();
+});
+
 test("writes of one tick share one transaction, and a failing one is rolled back alone", async () => {
   const store = new SqliteStore({ path: join(tmp.dir, "group.db") });
   await store.migrate();

@@ -237,9 +237,16 @@ export class SqliteStore extends SqlStore {
   override complete(lease: Lease): Promise<void> {
     return this.completes.complete(lease);
   }
-  /** Completes many leases in one write; answers, lease by lease, whether it held its item. */
+  /**
+   * Completes many leases in one write; answers, lease by lease, whether it held its item.
+   * Answered at COMMIT, as a claim is. What a handler records ends its item in that same
+   * write, answered once durable; a bare `complete` ends an item with nothing (more) to record,
+   * after at most an effect that is safe to repeat (a cancel asked of a provider, a prune), as
+   * every handler is run at least once anyway. One lost to a power cut leaves its item leased,
+   * handed back at start, and the handler runs again; any durable write after it syncs it first.
+   */
   completeMany(leases: Lease[]): Promise<boolean[]> {
-    return this.write((tx) => completeMany(tx, leases));
+    return this.write((tx) => completeMany(tx, leases), { atCommit: true });
   }
   /** One process owns the file: leases left by an earlier process are orphans, handed back now. */
   releaseOrphanedLeases() {
