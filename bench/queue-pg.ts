@@ -24,10 +24,14 @@
 //    from the start signal to the database showing the queue empty. Each process reports the
 //    ids it completed; an id completed twice across processes is counted.
 //
+// Each drain also reports CPU per job: this process's (the system's client; the other systems
+// sit idle meanwhile) and PostgreSQL's, read from /proc for every `postgres` process.
+//
 // Rounds are interleaved (the order rotates each round) after one small warm-up round, and
 // each figure is the median of BENCH_ROUNDS (default 3). PostgreSQL must be on loopback:
 // BENCH_POSTGRES_URL, else LONGHAUL_TEST_POSTGRES_URL, else postgres://postgres@127.0.0.1:5432/test.
 import { type ChildProcess, spawn } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
@@ -119,6 +123,36 @@ interface Drained {
   seconds: number;
   handled: number;
   twice: number;
+  /** CPU time over the drain per job, µs: this process (the system's client) and PostgreSQL's. */
+  clientCpu: number;
+  dbCpu: number;
+}
+
+/**
+ * CPU time (ms) used so far by every PostgreSQL process of this machine (the server is on
+ * loopback): user + system ticks of each `postgres` process in /proc, 100 ticks a second.
+ * Processes that exited meanwhile are missed, so the figure is a floor; 0 where /proc is absent.
+ */
+function postgresCpuMs(): number {
+  let ticks = 0;
+  let pids: string[];
+  try {
+    pids = readdirSync("/proc").filter((p) => /^\d+$/.test(p));
+  } catch {
+    return 0;
+  }
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const close = stat.lastIndexOf(")");
+      if (!stat.slice(stat.indexOf("(") + 1, close).startsWith("postgres")) continue;
+      const f = stat.slice(close + 2).split(" ");
+      ticks += Number(f[11]) + Number(f[12]);
+    } catch {
+      // The process ended between the listing and the read.
+    }
+  }
+  return ticks * 10;
 }
 
 interface Contender {
@@ -137,9 +171,18 @@ async function timedDrain(
   consume: (tally: Tally) => Promise<void>,
 ): Promise<Drained> {
   const tally = new Tally(n);
+  const c0 = process.cpuUsage();
+  const db0 = postgresCpuMs();
   await within(`${name} drain`, Promise.all([consume(tally), tally.all.then(() => empty(pending))]));
   const seconds = (performance.now() - tally.first!) / 1000;
-  return { seconds, handled: tally.runs.size, twice: tally.twice };
+  const c = process.cpuUsage(c0);
+  return {
+    seconds,
+    handled: tally.runs.size,
+    twice: tally.twice,
+    clientCpu: (c.user + c.system) / n,
+    dbCpu: ((postgresCpuMs() - db0) * 1000) / n,
+  };
 }
 
 // ── longhaul ──
@@ -342,7 +385,10 @@ function spawnWorker(i: number): Promise<Child> {
   });
 }
 
-interface ScaleResult extends Drained {
+interface ScaleResult {
+  seconds: number;
+  handled: number;
+  twice: number;
   completions: number;
 }
 
@@ -430,6 +476,8 @@ async function main(): Promise<void> {
       drain: JOBS / median(rs, (x) => x.drain.seconds).drain.seconds,
       handled: rs.reduce((s, x) => s + x.drain.handled, 0),
       twice: rs.reduce((s, x) => s + x.drain.twice, 0),
+      clientCpu: median(rs, (x) => x.drain.clientCpu).drain.clientCpu,
+      dbCpu: median(rs, (x) => x.drain.dbCpu).drain.dbCpu,
     };
   });
   const lh = summary[0]!;
@@ -467,6 +515,8 @@ async function main(): Promise<void> {
         "drain jobs/s": fmt(s.drain, 0),
         "longhaul ÷ this, enqueue": fmt(lh.enqueue / s.enqueue, 2),
         "longhaul ÷ this, drain": fmt(lh.drain / s.drain, 2),
+        "client CPU µs/job": fmt(s.clientCpu, 0),
+        "PostgreSQL CPU µs/job": fmt(s.dbCpu, 0),
         "jobs handled / twice": `${s.handled} / ${s.twice}`,
       })),
     ),

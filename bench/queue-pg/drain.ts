@@ -1,3 +1,4 @@
+import { CLAIM_AHEAD_UNDER_MS } from "../../src/engine/worker.ts";
 import type { Store, WorkItem } from "../../src/store/store.ts";
 
 /** The part of the store a queue consumer uses. */
@@ -5,7 +6,7 @@ export type QueueStore = Pick<Store, "claim" | "complete" | "recoverExpiredLease
 
 export interface DrainOptions {
   owner: string;
-  /** Items in flight at once. */
+  /** Items run at once. */
   concurrency: number;
   leaseMs: number;
   /** The no-op "work" done on each claimed item, before it is completed. */
@@ -13,27 +14,51 @@ export interface DrainOptions {
 }
 
 /**
- * Claims and completes until a claim finds nothing and nothing is in flight; returns the ids
+ * Claims and completes until a claim finds nothing and nothing is in hand; returns the ids
  * it completed. It makes the store calls the engine's worker loop makes (src/engine/worker.ts):
- * claim up to the free slots, claim again at once after a claim that found items, one
- * `complete` call per item (PostgresStore folds the calls made at one moment into one
- * statement), and expired-lease recovery at most once a second.
+ * claim up to the free slots, and while items finish quickly (they do here) up to
+ * `concurrency` more ahead, each waiting for a slot; claim again at once after a claim that
+ * found items; one `complete` call per item (the stores fold the
+ * calls made at one moment into one statement); expired-lease recovery at most once a second.
  * Two differences, both so that this measures the store's queue rather than the loop's idle
  * policy: with every slot busy it waits for its own next completion instead of probing
  * `nextRunAt` and sleeping, and it stops when the queue is empty instead of idling.
  */
 export async function drain(store: QueueStore, opts: DrainOptions): Promise<string[]> {
   const completed: string[] = [];
-  const running = new Set<Promise<void>>();
+  const inHand = new Set<Promise<void>>();
   let failure: { err: unknown } | null = null;
   const rethrow = () => {
     if (failure) throw failure.err;
   };
   let lastRecovery = 0;
+  let active = 0;
+  const waiting: (() => void)[] = [];
+  let meanMs = Number.POSITIVE_INFINITY;
+  const slot = () => {
+    if (active < opts.concurrency) {
+      active++;
+      return undefined;
+    }
+    return new Promise<void>((resolve) => waiting.push(resolve));
+  };
+  const freeSlot = () => {
+    const next = waiting.shift();
+    if (next) next();
+    else active--;
+  };
   const work = async (item: WorkItem) => {
-    opts.handle?.(item);
-    await store.complete({ itemId: item.id, owner: opts.owner });
-    completed.push(item.id);
+    await slot();
+    const t0 = performance.now();
+    try {
+      opts.handle?.(item);
+      await store.complete({ itemId: item.id, owner: opts.owner });
+      completed.push(item.id);
+    } finally {
+      const ms = performance.now() - t0;
+      meanMs = meanMs === Number.POSITIVE_INFINITY ? ms : 0.8 * meanMs + 0.2 * ms;
+      freeSlot();
+    }
   };
   for (;;) {
     rethrow();
@@ -42,19 +67,20 @@ export async function drain(store: QueueStore, opts: DrainOptions): Promise<stri
       lastRecovery = now;
       await store.recoverExpiredLeases();
     }
-    const free = opts.concurrency - running.size;
+    const ahead = meanMs <= CLAIM_AHEAD_UNDER_MS ? opts.concurrency : 0;
+    const free = opts.concurrency + ahead - inHand.size;
     const claimed = free > 0 ? await store.claim(opts.owner, free, opts.leaseMs) : [];
     for (const item of claimed) {
       const p: Promise<void> = work(item)
         .catch((err: unknown) => {
           failure ??= { err };
         })
-        .finally(() => running.delete(p));
-      running.add(p);
+        .finally(() => inHand.delete(p));
+      inHand.add(p);
     }
     if (claimed.length > 0) continue;
-    if (running.size === 0) break;
-    await Promise.race(running);
+    if (inHand.size === 0) break;
+    await Promise.race(inHand);
   }
   rethrow();
   return completed;

@@ -16,6 +16,12 @@ import { timeout } from "./timeout.ts";
 
 type Handler = (d: EngineDeps, item: WorkItem, lease: Lease) => Promise<void>;
 
+/**
+ * While handlers take this long or less on average, the worker claims ahead (see Worker):
+ * an item claimed ahead then waits about that long for its slot.
+ */
+export const CLAIM_AHEAD_UNDER_MS = 20;
+
 const handlers: Record<WorkKind, Handler> = {
   advance,
   dispatch,
@@ -44,13 +50,27 @@ export interface WorkerOptions {
  * The worker loop: claim due items up to the free slots, run their handlers, keep their
  * leases alive, and sleep until the store signals new work or the next item is due. Expired
  * leases of crashed workers are handed back on a timer (ARCHITECTURE §3.4).
+ *
+ * At most `concurrency` handlers run at once. While they finish quickly (a mean under
+ * CLAIM_AHEAD_UNDER_MS), the worker also holds up to `concurrency` items claimed ahead, each
+ * waiting for a slot with its lease kept alive: the claim that refills the slots then travels
+ * with the completions that free them, instead of one round trip after them. Slow handlers
+ * (a provider's call, a webhook delivery) get no claim ahead, so no item waits long in one
+ * worker's hand while another worker could run it.
  */
 export class Worker {
   readonly id: string;
   private readonly concurrency: number;
   private readonly leaseMs: number;
   private readonly idleMs: number;
+  /** Items in hand: running, or claimed ahead and waiting for a slot. */
   private readonly running = new Set<Promise<void>>();
+  /** Handlers running now (at most `concurrency`). */
+  private active = 0;
+  /** Items claimed ahead, waiting for a slot, first claimed first. */
+  private readonly waitingForSlot: (() => void)[] = [];
+  /** Mean duration of recent handlers (ms; weighted towards the latest), Infinity before one. */
+  private meanMs = Number.POSITIVE_INFINITY;
   private stopped = true;
   private wake: (() => void) | null = null;
   private woken = false;
@@ -142,10 +162,11 @@ export class Worker {
         this.lastRecovery = now;
         await this.safely(() => this.d.store.recoverExpiredLeases());
       }
-      const free = this.concurrency - this.running.size;
-      if (free === 0) {
-        // Every slot is busy: the first item to finish wakes the loop (track), so there is
-        // nothing to ask the store until then.
+      const ahead = this.meanMs <= CLAIM_AHEAD_UNDER_MS ? this.concurrency : 0;
+      const free = this.concurrency + ahead - this.running.size;
+      if (free <= 0) {
+        // Every slot is busy and nothing more is to be claimed ahead: the first item to
+        // finish wakes the loop (track), so there is nothing to ask the store until then.
         await this.sleep(this.idleMs);
         continue;
       }
@@ -186,12 +207,39 @@ export class Worker {
     });
   }
 
+  /** Resolves once a handler may start: at once while fewer than `concurrency` run. */
+  private slot(): Promise<void> | undefined {
+    if (this.active < this.concurrency) {
+      this.active++;
+      return undefined;
+    }
+    return new Promise((resolve) => this.waitingForSlot.push(resolve));
+  }
+
+  /** A handler ended: its slot goes to the first item waiting, if any. */
+  private freeSlot(): void {
+    const next = this.waitingForSlot.shift();
+    if (next) next();
+    else this.active--;
+  }
+
   private async handle(item: WorkItem): Promise<void> {
     const lease: Lease = { itemId: item.id, owner: this.id };
+    // The lease is ours from the claim: kept alive while the item waits for a slot, too.
     const heartbeat = setInterval(() => {
       this.d.store.extendLease(lease, this.leaseMs).catch(() => clearInterval(heartbeat));
     }, this.leaseMs / 3);
     heartbeat.unref();
+    try {
+      await this.slot();
+      await this.run(item, lease);
+    } finally {
+      clearInterval(heartbeat);
+    }
+  }
+
+  private async run(item: WorkItem, lease: Lease): Promise<void> {
+    const t0 = performance.now();
     const stop = this.d.metrics?.workSeconds.startTimer({ kind: item.kind });
     let outcome = "done";
     try {
@@ -209,7 +257,9 @@ export class Worker {
         this.d.store.fail(lease, message, this.d.clock.now() + backoffMs(item.attempts)),
       );
     } finally {
-      clearInterval(heartbeat);
+      const ms = performance.now() - t0;
+      this.meanMs = this.meanMs === Number.POSITIVE_INFINITY ? ms : 0.8 * this.meanMs + 0.2 * ms;
+      this.freeSlot();
       stop?.();
       this.d.metrics?.workItems.inc({ kind: item.kind, outcome });
     }

@@ -16,9 +16,10 @@ import type { Ctx } from "./db.ts";
  *   4 × `limit` of them, so lanes whose due items all wait behind a busy concurrency key do
  *   not keep the next tenants out.
  * - `due`: from each of those lanes, its first due items in due order that are not behind a
- *   concurrency key already leased, up to `per_lane` (enough to fill the slots twice over
- *   between the lanes; a lane alone may take them all). `SKIP LOCKED` passes over the rows
- *   another claim is taking at this moment instead of waiting for it.
+ *   concurrency key already leased, up to `per_lane`: enough to fill the slots twice over
+ *   between the lanes, but never more than the slots, so a lane alone fills them without
+ *   locking rows it cannot take (each row locked costs a write). `SKIP LOCKED` passes over
+ *   the rows another claim is taking at this moment instead of waiting for it.
  * - `in_turns`: each lane's first item, then each lane's second, and so on, lanes in the
  *   order of their heads; priority orders a lane's look-ahead.
  * - `one_per_key`: at most one item per concurrency key, the first in that order, so one
@@ -60,7 +61,7 @@ heads AS (
   SELECT lane, head, head_id FROM lanes WHERE head <= $1 ORDER BY head, lane LIMIT $2 * 4
 ),
 per_lane AS (
-  SELECT greatest(2, ceil(2.0 * $2 / greatest(1, count(*))))::int AS n FROM heads
+  SELECT least($2, greatest(2, ceil(2.0 * $2 / greatest(1, count(*)))))::int AS n FROM heads
 ),
 due AS (
   SELECT d.id, d.concurrency_key, d.priority, d.run_at, heads.lane, heads.head

@@ -1,0 +1,108 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { setTimeout as delay } from "node:timers/promises";
+import { systemClock } from "../src/core/clock.ts";
+import type { EngineDeps } from "../src/engine/deps.ts";
+import { CLAIM_AHEAD_UNDER_MS, Worker } from "../src/engine/worker.ts";
+import type { Lease, WorkItem } from "../src/store/store.ts";
+import { quietLog } from "./helpers.ts";
+
+/**
+ * A queue of `n` advance items for tasks that no longer exist: the handler loads nothing
+ * (after `handlerMs`) and completes its item. It records each claim with what the worker
+ * held then, and how many handlers ran at once.
+ */
+function fakeQueue(n: number, handlerMs: number) {
+  const items: WorkItem[] = Array.from({ length: n }, (_, i) => ({
+    id: `w${i}`,
+    kind: "advance",
+    tenantId: null,
+    payload: { taskId: `t${i}` },
+    attempts: 1,
+  })) as unknown as WorkItem[];
+  let next = 0;
+  const s = {
+    claims: [] as { limit: number; inHand: number; running: number }[],
+    claimed: 0,
+    completed: [] as string[],
+    running: 0,
+    maxRunning: 0,
+    maxInHand: 0,
+  };
+  const store = {
+    async claim(_owner: string, limit: number) {
+      s.claims.push({ limit, inHand: s.claimed - s.completed.length, running: s.running });
+      const out = items.slice(next, next + limit);
+      next += out.length;
+      s.claimed += out.length;
+      s.maxInHand = Math.max(s.maxInHand, s.claimed - s.completed.length);
+      return out;
+    },
+    async loadForAdvance() {
+      s.running++;
+      s.maxRunning = Math.max(s.maxRunning, s.running);
+      if (handlerMs > 0) await delay(handlerMs);
+      else await new Promise((r) => setImmediate(r));
+      return null;
+    },
+    async complete(lease: Lease) {
+      await new Promise((r) => setImmediate(r));
+      s.running--;
+      s.completed.push(lease.itemId);
+    },
+    onWork: () => () => {},
+    extendLease: async () => {},
+    recoverExpiredLeases: async () => 0,
+    releaseOrphanedLeases: async () => 0,
+    enqueue: async () => {},
+    nextRunAt: async () => null,
+  };
+  const deps = { store, clock: systemClock, log: quietLog() } as unknown as EngineDeps;
+  return { s, deps, done: () => s.completed.length === n };
+}
+
+async function until(cond: () => boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error("timed out");
+    await delay(5);
+  }
+}
+
+test("while handlers finish quickly the worker claims ahead, and never runs more than its concurrency", async () => {
+  const q = fakeQueue(400, 0);
+  const worker = new Worker(q.deps, { concurrency: 4, idleMs: 20 });
+  worker.start();
+  await until(q.done);
+  await worker.stop();
+  assert.equal(new Set(q.s.completed).size, 400, "each item completed once");
+  assert.equal(q.s.claimed, 400);
+  assert.ok(q.s.maxRunning <= 4, `at most 4 handlers at once, saw ${q.s.maxRunning}`);
+  assert.ok(q.s.maxInHand <= 8, `at most 4 running and 4 ahead in hand, saw ${q.s.maxInHand}`);
+  assert.ok(
+    q.s.claims.some((c) => c.limit > 0 && c.inHand >= 4),
+    "some claim was made with every slot taken: ahead of the completions",
+  );
+});
+
+test("slow handlers get no claim ahead: a claim asks only for free slots", async () => {
+  const q = fakeQueue(12, CLAIM_AHEAD_UNDER_MS * 2);
+  const worker = new Worker(q.deps, { concurrency: 4, idleMs: 20 });
+  worker.start();
+  await until(q.done);
+  await worker.stop();
+  assert.equal(new Set(q.s.completed).size, 12);
+  assert.ok(q.s.maxInHand <= 4, `nothing held beyond the 4 slots, saw ${q.s.maxInHand}`);
+  for (const c of q.s.claims)
+    assert.ok(c.limit <= 4 - c.inHand, `claim of ${c.limit} with ${c.inHand} in hand`);
+});
+
+test("stop runs the items claimed ahead: none is left leased", async () => {
+  const q = fakeQueue(10_000, 0);
+  const worker = new Worker(q.deps, { concurrency: 4, idleMs: 20 });
+  worker.start();
+  await until(() => q.s.claims.some((c) => c.inHand >= 4 && c.limit > 0));
+  await worker.stop();
+  assert.equal(q.s.completed.length, q.s.claimed, "every claimed item was run to its completion");
+  assert.ok(q.s.completed.length < 10_000);
+});
