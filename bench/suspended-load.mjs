@@ -137,7 +137,8 @@ async function run(plan) {
     phases.callbacks.push(await callbackPhase(from, n));
   }
   await disk.close();
-  process.send({ type: "done", phases, failures, resent });
+  // Every latency of the run, in one message: the channel is closed only once it is written.
+  await new Promise((resolve) => process.send({ type: "done", phases, failures, resent }, resolve));
 }
 
 process.once("message", (plan) => {

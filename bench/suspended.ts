@@ -292,9 +292,13 @@ async function measure(
       else if (m.type === "round") void onRound(m.sent!);
       else if (m.type === "done") resolve(m as never);
     });
-    generator.once("exit", (code) =>
-      reject(new Error(`the load generator exited (code ${code}) before it was done`)),
-    );
+    // Its last message (every latency of the run) may still be on its way when the process has
+    // exited: the IPC channel closes after the messages sent on it have been read.
+    generator.once("exit", (code) => {
+      const failed = () => reject(new Error(`the load generator exited (code ${code}) before it was done`));
+      if (generator.connected) generator.once("disconnect", () => setImmediate(failed));
+      else setImmediate(failed);
+    });
     generator.send({
       noopUrl: `${url}/bench/noop`,
       callbacks,
