@@ -82,6 +82,24 @@ if (pgAvailableOrReport(unreachable, "PostgreSQL claim plan tests")) {
         assert.equal((await store.claim("w", 10, 30_000)).length, 1);
       }));
 
+    test("a claim locks no more of a lone lane than its limit: a claim running beside it takes the rest", () =>
+      onFreshSchema(async (store, c) => {
+        await store.enqueue(
+          Array.from({ length: 4 }, (_, i) => ({ kind: "timeout" as const, tenantId: null, payload: { i } })),
+        );
+        // A claim of 2 whose transaction stays open holds the row locks it took.
+        await c.query("BEGIN");
+        try {
+          const first = await c.query(CLAIM, [Date.now(), 2, "a", 30_000]);
+          assert.equal(first.rows.length, 2);
+          // SKIP LOCKED passes over what the open claim locked: the other two are free.
+          const second = await store.claim("b", 2, 30_000);
+          assert.equal(second.length, 2, "the open claim locked rows beyond its limit");
+        } finally {
+          await c.query("ROLLBACK");
+        }
+      }));
+
     test("a claim walks the finished items at the front of a lane once, not once per step", () =>
       onFreshSchema(async (store, c) => {
         const items = (n: number) =>
