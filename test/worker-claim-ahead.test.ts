@@ -3,7 +3,8 @@ import { test } from "node:test";
 import { setTimeout as delay } from "node:timers/promises";
 import { systemClock } from "../src/core/clock.ts";
 import type { EngineDeps } from "../src/engine/deps.ts";
-import { CLAIM_AHEAD_UNDER_MS, Worker } from "../src/engine/worker.ts";
+import { CLAIM_AHEAD_UNDER_MS } from "../src/engine/slots.ts";
+import { Worker } from "../src/engine/worker.ts";
 import type { Lease, WorkItem } from "../src/store/store.ts";
 import { quietLog } from "./helpers.ts";
 

@@ -1,4 +1,4 @@
-import { CLAIM_AHEAD_UNDER_MS } from "../../src/engine/worker.ts";
+import { Slots } from "../../src/engine/slots.ts";
 import type { Store, WorkItem } from "../../src/store/store.ts";
 
 /** The part of the store a queue consumer uses. */
@@ -32,32 +32,16 @@ export async function drain(store: QueueStore, opts: DrainOptions): Promise<stri
     if (failure) throw failure.err;
   };
   let lastRecovery = 0;
-  let active = 0;
-  const waiting: (() => void)[] = [];
-  let meanMs = Number.POSITIVE_INFINITY;
-  const slot = () => {
-    if (active < opts.concurrency) {
-      active++;
-      return undefined;
-    }
-    return new Promise<void>((resolve) => waiting.push(resolve));
-  };
-  const freeSlot = () => {
-    const next = waiting.shift();
-    if (next) next();
-    else active--;
-  };
+  const slots = new Slots(opts.concurrency);
   const work = async (item: WorkItem) => {
-    await slot();
+    await slots.take();
     const t0 = performance.now();
     try {
       opts.handle?.(item);
       await store.complete({ itemId: item.id, owner: opts.owner });
       completed.push(item.id);
     } finally {
-      const ms = performance.now() - t0;
-      meanMs = meanMs === Number.POSITIVE_INFINITY ? ms : 0.8 * meanMs + 0.2 * ms;
-      freeSlot();
+      slots.free(performance.now() - t0);
     }
   };
   for (;;) {
@@ -67,8 +51,7 @@ export async function drain(store: QueueStore, opts: DrainOptions): Promise<stri
       lastRecovery = now;
       await store.recoverExpiredLeases();
     }
-    const ahead = meanMs <= CLAIM_AHEAD_UNDER_MS ? opts.concurrency : 0;
-    const free = opts.concurrency + ahead - inHand.size;
+    const free = slots.claimable(inHand.size);
     const claimed = free > 0 ? await store.claim(opts.owner, free, opts.leaseMs) : [];
     for (const item of claimed) {
       const p: Promise<void> = work(item)

@@ -12,15 +12,10 @@ import { dispatch } from "./dispatch.ts";
 import { maintenance, maintenanceItem } from "./maintenance.ts";
 import { poll } from "./poll.ts";
 import { reminder } from "./reminder.ts";
+import { Slots } from "./slots.ts";
 import { timeout } from "./timeout.ts";
 
 type Handler = (d: EngineDeps, item: WorkItem, lease: Lease) => Promise<void>;
-
-/**
- * While handlers take this long or less on average, the worker claims ahead (see Worker):
- * an item claimed ahead then waits about that long for its slot.
- */
-export const CLAIM_AHEAD_UNDER_MS = 20;
 
 const handlers: Record<WorkKind, Handler> = {
   advance,
@@ -51,12 +46,12 @@ export interface WorkerOptions {
  * leases alive, and sleep until the store signals new work or the next item is due. Expired
  * leases of crashed workers are handed back on a timer (ARCHITECTURE §3.4).
  *
- * At most `concurrency` handlers run at once. While they finish quickly (a mean under
- * CLAIM_AHEAD_UNDER_MS), the worker also holds up to `concurrency` items claimed ahead, each
- * waiting for a slot with its lease kept alive: the claim that refills the slots then travels
- * with the completions that free them, instead of one round trip after them. Slow handlers
- * (a provider's call, a webhook delivery) get no claim ahead, so no item waits long in one
- * worker's hand while another worker could run it.
+ * At most `concurrency` handlers run at once (`Slots`). While they finish quickly, the worker
+ * also holds up to `concurrency` items claimed ahead, each waiting for a slot with its lease
+ * kept alive: the claim that refills the slots then travels with the completions that free
+ * them, instead of one round trip after them. Slow handlers (a provider's call, a webhook
+ * delivery) get no claim ahead, so no item waits long in one worker's hand while another
+ * worker could run it.
  */
 export class Worker {
   readonly id: string;
@@ -65,12 +60,7 @@ export class Worker {
   private readonly idleMs: number;
   /** Items in hand: running, or claimed ahead and waiting for a slot. */
   private readonly running = new Set<Promise<void>>();
-  /** Handlers running now (at most `concurrency`). */
-  private active = 0;
-  /** Items claimed ahead, waiting for a slot, first claimed first. */
-  private readonly waitingForSlot: (() => void)[] = [];
-  /** Mean duration of recent handlers (ms; weighted towards the latest), Infinity before one. */
-  private meanMs = Number.POSITIVE_INFINITY;
+  private readonly slots: Slots;
   private stopped = true;
   private wake: (() => void) | null = null;
   private woken = false;
@@ -88,6 +78,7 @@ export class Worker {
   ) {
     this.id = opts.id ?? `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
     this.concurrency = opts.concurrency ?? 16;
+    this.slots = new Slots(this.concurrency);
     this.leaseMs = opts.leaseMs ?? 30_000;
     this.idleMs = opts.idleMs ?? 1000;
     this.releaseOrphans = opts.releaseOrphansOnStart ?? true;
@@ -162,9 +153,8 @@ export class Worker {
         this.lastRecovery = now;
         await this.safely(() => this.d.store.recoverExpiredLeases());
       }
-      const ahead = this.meanMs <= CLAIM_AHEAD_UNDER_MS ? this.concurrency : 0;
-      const free = this.concurrency + ahead - this.running.size;
-      if (free <= 0) {
+      const free = this.slots.claimable(this.running.size);
+      if (free === 0) {
         // Every slot is busy and nothing more is to be claimed ahead: the first item to
         // finish wakes the loop (track), so there is nothing to ask the store until then.
         await this.sleep(this.idleMs);
@@ -207,22 +197,6 @@ export class Worker {
     });
   }
 
-  /** Resolves once a handler may start: at once while fewer than `concurrency` run. */
-  private slot(): Promise<void> | undefined {
-    if (this.active < this.concurrency) {
-      this.active++;
-      return undefined;
-    }
-    return new Promise((resolve) => this.waitingForSlot.push(resolve));
-  }
-
-  /** A handler ended: its slot goes to the first item waiting, if any. */
-  private freeSlot(): void {
-    const next = this.waitingForSlot.shift();
-    if (next) next();
-    else this.active--;
-  }
-
   private async handle(item: WorkItem): Promise<void> {
     const lease: Lease = { itemId: item.id, owner: this.id };
     // The lease is ours from the claim: kept alive while the item waits for a slot, too.
@@ -231,7 +205,7 @@ export class Worker {
     }, this.leaseMs / 3);
     heartbeat.unref();
     try {
-      await this.slot();
+      await this.slots.take();
       await this.run(item, lease);
     } finally {
       clearInterval(heartbeat);
@@ -257,9 +231,7 @@ export class Worker {
         this.d.store.fail(lease, message, this.d.clock.now() + backoffMs(item.attempts)),
       );
     } finally {
-      const ms = performance.now() - t0;
-      this.meanMs = this.meanMs === Number.POSITIVE_INFINITY ? ms : 0.8 * this.meanMs + 0.2 * ms;
-      this.freeSlot();
+      this.slots.free(performance.now() - t0);
       stop?.();
       this.d.metrics?.workItems.inc({ kind: item.kind, outcome });
     }
