@@ -1,8 +1,29 @@
 import type { ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 
 // What the benches that run servers as processes of their own share: a free loopback port, the
-// arguments of `longhaul serve`, and stopping a child.
+// arguments of `longhaul serve`, stopping a child, and the CPU time a process has used.
+
+/**
+ * A process's name and the CPU time it has used so far, in seconds (user + system, all its
+ * threads), from /proc; null where there is none (no /proc, or the process has gone).
+ */
+export function processCpu(pid: number): { name: string; seconds: number } | null {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return null;
+  }
+  const close = stat.lastIndexOf(")");
+  const fields = stat.slice(close + 2).split(" ");
+  // utime and stime, fields 14 and 15 of stat(5), in clock ticks (100 a second on Linux).
+  return {
+    name: stat.slice(stat.indexOf("(") + 1, close),
+    seconds: (Number(fields[11]) + Number(fields[12])) / 100,
+  };
+}
 
 /** A port free on the loopback address right now. */
 export function freePort(): Promise<number> {

@@ -34,7 +34,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
-import { exited, freePort, serveArgs, stopChild } from "./children.ts";
+import { exited, freePort, processCpu, serveArgs, stopChild } from "./children.ts";
 import { commandLine, fmt, machineLine, recordResult, table } from "./load.ts";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -85,16 +85,12 @@ function start(args: string[], env: NodeJS.ProcessEnv = {}): { child: ChildProce
 }
 
 /**
- * The CPU time a process has used so far, in seconds (user + system, all its threads), from
- * /proc; null where there is none. On 2 cores the load generator takes one, so requests per
- * second alone mostly measure how the rest is shared: CPU per request is the server's own cost.
+ * The CPU time a process has used so far, in seconds (all its threads); null where there is
+ * none. On 2 cores the load generator takes one, so requests per second alone mostly measure
+ * how the rest is shared: CPU per request is the server's own cost.
  */
-function cpuSeconds(pid: number | undefined): number | null {
-  if (pid === undefined || !existsSync(`/proc/${pid}/stat`)) return null;
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  // utime and stime, fields 14 and 15 of stat(5), in clock ticks (100 a second on Linux).
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
+const cpuSeconds = (pid: number | undefined): number | null =>
+  pid === undefined ? null : (processCpu(pid)?.seconds ?? null);
 
 /** Runs the load generator to its end and returns its JSON line, with `server`'s CPU per request. */
 async function load(

@@ -31,7 +31,7 @@
 // each figure is the median of BENCH_ROUNDS (default 3). PostgreSQL must be on loopback:
 // BENCH_POSTGRES_URL, else LONGHAUL_TEST_POSTGRES_URL, else postgres://postgres@127.0.0.1:5432/test.
 import { type ChildProcess, spawn } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
@@ -40,6 +40,7 @@ import pg from "pg";
 import PgBoss from "pg-boss";
 import { openStore } from "../src/store/open-store.ts";
 import type { NewWorkItem, Store } from "../src/store/store.ts";
+import { processCpu } from "./children.ts";
 import { commandLine, fmt, machineLine, recordResult, table } from "./load.ts";
 import { drain } from "./queue-pg/drain.ts";
 import type { FromWorker, ToWorker } from "./queue-pg/worker.ts";
@@ -130,29 +131,22 @@ interface Drained {
 
 /**
  * CPU time (ms) used so far by every PostgreSQL process of this machine (the server is on
- * loopback): user + system ticks of each `postgres` process in /proc, 100 ticks a second.
- * Processes that exited meanwhile are missed, so the figure is a floor; 0 where /proc is absent.
+ * loopback). Processes that exited meanwhile are missed, so the figure is a floor; 0 where
+ * /proc is absent.
  */
 function postgresCpuMs(): number {
-  let ticks = 0;
   let pids: string[];
   try {
     pids = readdirSync("/proc").filter((p) => /^\d+$/.test(p));
   } catch {
     return 0;
   }
+  let seconds = 0;
   for (const pid of pids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const close = stat.lastIndexOf(")");
-      if (!stat.slice(stat.indexOf("(") + 1, close).startsWith("postgres")) continue;
-      const f = stat.slice(close + 2).split(" ");
-      ticks += Number(f[11]) + Number(f[12]);
-    } catch {
-      // The process ended between the listing and the read.
-    }
+    const p = processCpu(Number(pid));
+    if (p?.name.startsWith("postgres")) seconds += p.seconds;
   }
-  return ticks * 10;
+  return seconds * 1000;
 }
 
 interface Contender {
