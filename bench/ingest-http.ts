@@ -2,6 +2,10 @@
 //
 // 1. the ceiling: bench/ceiling/standard-webhooks-server.mjs, a bare node:http server that only
 //    reads the body and checks the Standard Webhooks signature, then answers 200 `{}` or 401;
+//    then the same server with --durable, the durable ceiling: each verified delivery is also
+//    a row of one SQLite table (unique by webhook-id), answered once on disk, with group commit
+//    and the WAL synced off the loop: what durability alone costs here, with no framework and
+//    no queue;
 // 2. `longhaul serve --role api` (bin/longhaul.mjs, the compiled CLI: run `npm run build`
 //    first) on a fresh SQLite file (WAL, synced before each answer), one `standard-webhooks` source for
 //    provider `sim` with the same secret: verify, record in the inbox, enqueue, answer;
@@ -138,16 +142,31 @@ async function waitHealthy(url: string, child: ChildProcess, output: () => strin
   throw new Error(`the server did not answer /healthz within 30 s:\n${output()}`);
 }
 
-async function ceiling(): Promise<Load> {
-  const { child, output } = start([here("./ceiling/standard-webhooks-server.mjs")], { BENCH_WHSEC: WHSEC });
+/**
+ * The ceiling's process under the same load. `durable`: it also records each delivery in a
+ * SQLite table and answers once the row is on disk; every id answered 2xx is then checked
+ * against that table, as longhaul's are against its inbox.
+ */
+async function ceiling(durable: boolean): Promise<{ load: Load; durability?: Durability }> {
+  const dir = mkdtempSync(join(tmpdir(), "longhaul-ingest-ceiling-"));
+  dirs.push(dir);
+  const file = join(dir, "ceiling.db");
+  const args = [here("./ceiling/standard-webhooks-server.mjs"), ...(durable ? ["--durable", file] : [])];
+  const { child, output } = start(args, { BENCH_WHSEC: WHSEC });
   const deadline = Date.now() + 10_000;
   while (!output().includes("\n") && Date.now() < deadline) await sleep(20);
+  if (!output().startsWith("{")) throw new Error(`the ceiling did not start:\n${output()}`);
   const { url } = JSON.parse(output().split("\n")[0]!) as { url: string };
+  const idsOut = join(dir, "ok-ids.txt");
+  let load_: Load;
   try {
-    return await load(`${url}/hooks/${SOURCE}`, { sign: true, warmup: 2, idPrefix: "ceiling" }, child);
+    const idPrefix = durable ? "durable" : "ceiling";
+    load_ = await load(`${url}/hooks/${SOURCE}`, { sign: true, warmup: 2, idPrefix, idsOut }, child);
   } finally {
     await stopChild(child);
   }
+  if (!durable) return { load: load_ };
+  return { load: load_, durability: durability(file, idsOut, "SELECT webhook_id AS id FROM deliveries") };
 }
 
 interface Durability {
@@ -230,24 +249,33 @@ async function longhaul(role: "api" | "all"): Promise<LonghaulRun> {
   return run;
 }
 
-/** After the server has stopped: every id answered 2xx must be an inbox row. */
-function durability(file: string, idsOut: string): Durability {
+/**
+ * After the server has stopped: every id answered 2xx must be a row that `stored` reads
+ * (longhaul's inbox by default).
+ */
+function durability(
+  file: string,
+  idsOut: string,
+  stored_ = `SELECT event_id AS id FROM inbox_events WHERE source = '${SOURCE}'`,
+): Durability {
   const ids = existsSync(idsOut) ? readFileSync(idsOut, "utf8").split("\n").filter(Boolean) : [];
   const db = new Database(file, { readonly: true, fileMustExist: true });
   try {
-    const stored = new Set(
-      (
-        db.prepare("SELECT event_id FROM inbox_events WHERE source = ?").all(SOURCE) as { event_id: string }[]
-      ).map((r) => r.event_id),
-    );
-    const statuses = (
-      db.prepare("SELECT status, count(*) AS n FROM inbox_events GROUP BY status ORDER BY status").all() as {
-        status: string;
-        n: number;
-      }[]
-    )
-      .map((r) => `${r.status} ${r.n}`)
-      .join(", ");
+    const stored = new Set((db.prepare(stored_).all() as { id: string }[]).map((r) => r.id));
+    const inbox =
+      db.prepare("SELECT name FROM sqlite_master WHERE name = 'inbox_events'").get() !== undefined;
+    const statuses = inbox
+      ? (
+          db
+            .prepare("SELECT status, count(*) AS n FROM inbox_events GROUP BY status ORDER BY status")
+            .all() as {
+            status: string;
+            n: number;
+          }[]
+        )
+          .map((r) => `${r.status} ${r.n}`)
+          .join(", ")
+      : "";
     return {
       answered2xx: ids.length,
       rows: stored.size,
@@ -272,7 +300,8 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
 async function main(): Promise<void> {
   if (!existsSync(join(root, "dist/cli/main.js")))
     throw new Error("Run `npm run build` first: serve runs dist/.");
-  const top = await ceiling();
+  const top = (await ceiling(false)).load;
+  const durableTop = await ceiling(true);
   const api = await longhaul("api");
   const all = await longhaul("all");
   const h = all.health!;
@@ -288,9 +317,19 @@ async function main(): Promise<void> {
     "server CPU µs/req": r.cpu_us == null ? "–" : fmt(r.cpu_us, 0),
     "CPU ÷ ceiling's":
       r.cpu_us == null || top.cpu_us == null || base !== top ? "–" : fmt(r.cpu_us / top.cpu_us, 2),
+    "÷ durable ceiling (req/s, CPU)":
+      base !== top || r === durableTop.load
+        ? "–"
+        : `${fmt(r.rps / durableTop.load.rps, 2)}, ${r.cpu_us == null || durableTop.load.cpu_us == null ? "–" : fmt(r.cpu_us / durableTop.load.cpu_us, 2)}`,
   });
   const rows = [
     row("ceiling: bare node:http, signature check only", top, null, "–"),
+    row(
+      "durable ceiling: the same + one SQLite row, on disk before 200 (group commit)",
+      durableTop.load,
+      top,
+      "ceiling",
+    ),
     row("longhaul serve --role api (verify, record, enqueue)", api.ingest, top, "ceiling"),
     row("longhaul serve --role all (the same, worker applying)", all.ingest, top, "ceiling"),
     row("/healthz on --role all, idle", h.idle, null, "–"),
@@ -304,14 +343,16 @@ async function main(): Promise<void> {
     "BENCH_HEALTH_SECONDS",
   ]);
   const dur = (name: string, d: Durability) =>
-    `- ${name}: ${d.answered2xx} deliveries answered 2xx, ${d.rows} inbox rows, ${d.missing} answered 2xx without a row` +
-    ` (${d.rows - d.answered2xx + d.missing} rows beyond the 2xx: requests in flight when the generator stopped); inbox: ${d.statuses}`;
+    `- ${name}: ${d.answered2xx} deliveries answered 2xx, ${d.rows} rows, ${d.missing} answered 2xx without a row` +
+    ` (${d.rows - d.answered2xx + d.missing} rows beyond the 2xx: requests in flight when the generator stopped)` +
+    (d.statuses ? `; inbox: ${d.statuses}` : "");
   const text = [
     `${CONNECTIONS} connections, 2 s warm-up then ${SECONDS} s measured per server, loopback; each server and the load generator (autocannon) in a process of its own; /healthz windows of ${HEALTH_SECONDS} s; SQLite WAL, each write on disk before its answer; LONGHAUL_LOG_LEVEL=${LOG_LEVEL}`,
     "",
     table(rows),
     "",
     "Durability (ARCHITECTURE §3.1), checked once each server had stopped:",
+    dur("durable ceiling", durableTop.durability!),
     dur("--role api", api.durability),
     dur("--role all", all.durability),
     "",

@@ -5,12 +5,21 @@
 // base64 secret after `whsec_`, compared in constant time, the timestamp within 5 minutes
 // either way) and answers 200 `{}` or 401. No framework, no logging, no store, no dependency.
 //
-//   BENCH_WHSEC=whsec_… node bench/ceiling/standard-webhooks-server.mjs [port]
+// With --durable <file> it is the durable ceiling: each verified delivery is also a row of one
+// SQLite table (better-sqlite3, WAL), unique by its webhook-id, and is answered only once that
+// row is on disk, as longhaul answers. The deliveries verified in one turn of the event loop
+// are one transaction (group commit); the WAL is then synced with fdatasync on the thread pool,
+// and transactions committed while a sync runs share the next one. One table, one index, no
+// queue, no framework: what durability alone costs on this machine.
+//
+//   BENCH_WHSEC=whsec_… node bench/ceiling/standard-webhooks-server.mjs [--durable file] [port]
 //
 // It listens on 127.0.0.1 (port 0, any free one, by default) and prints one JSON line,
 // {"url": "http://127.0.0.1:<port>"}, once it is listening. `GET /healthz` answers 200.
 import { createHmac, timingSafeEqual } from "node:crypto";
+import { fdatasync, openSync } from "node:fs";
 import { createServer } from "node:http";
+import { parseArgs } from "node:util";
 
 const TOLERANCE_S = 300;
 const BODY_LIMIT = 1024 * 1024;
@@ -20,6 +29,61 @@ if (!secret.startsWith("whsec_")) {
   process.exit(2);
 }
 const key = Buffer.from(secret.slice("whsec_".length), "base64");
+const { values: opts, positionals } = parseArgs({
+  options: { durable: { type: "string" } },
+  allowPositionals: true,
+});
+const record = opts.durable ? await durableRecorder(opts.durable) : null;
+
+/**
+ * `record(id, body, done)`: the row is inserted with the others of this turn of the loop in
+ * one transaction, and `done` is called once a WAL sync begun after its COMMIT has returned.
+ */
+async function durableRecorder(file) {
+  const { default: Database } = await import("better-sqlite3");
+  const db = new Database(file);
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = NORMAL");
+  db.exec(`CREATE TABLE IF NOT EXISTS deliveries (
+    id INTEGER PRIMARY KEY, webhook_id TEXT NOT NULL UNIQUE, body BLOB NOT NULL, received_at INTEGER NOT NULL)`);
+  const insert = db.prepare(
+    "INSERT INTO deliveries (webhook_id, body, received_at) VALUES (?, ?, ?) ON CONFLICT (webhook_id) DO NOTHING",
+  );
+  const commit = db.transaction((rows) => {
+    const now = Date.now();
+    for (const r of rows) insert.run(r.id, r.body, now);
+  });
+  const wal = openSync(`${file}-wal`, "a");
+  let batch = [];
+  let unsynced = [];
+  let syncing = false;
+  const sync = () => {
+    syncing = true;
+    const covered = unsynced;
+    unsynced = [];
+    fdatasync(wal, (err) => {
+      for (const done of covered) done(err);
+      if (unsynced.length > 0) sync();
+      else syncing = false;
+    });
+  };
+  const flush = () => {
+    const rows = batch;
+    batch = [];
+    try {
+      commit(rows);
+    } catch (err) {
+      for (const r of rows) r.done(err);
+      return;
+    }
+    for (const r of rows) unsynced.push(r.done);
+    if (!syncing) sync();
+  };
+  return (id, body, done) => {
+    batch.push({ id, body, done });
+    if (batch.length === 1) setImmediate(flush);
+  };
+}
 
 /** True when one `v1,<base64>` entry of the header is the HMAC of this delivery. */
 function verified(headers, body) {
@@ -58,12 +122,19 @@ const server = createServer((req, res) => {
   });
   req.on("end", () => {
     if (refused) return;
-    const ok = verified(req.headers, Buffer.concat(chunks, size));
-    res.writeHead(ok ? 200 : 401, { "content-type": "application/json" }).end("{}");
+    const body = Buffer.concat(chunks, size);
+    const ok = verified(req.headers, body);
+    if (!ok || !record) {
+      res.writeHead(ok ? 200 : 401, { "content-type": "application/json" }).end("{}");
+      return;
+    }
+    record(req.headers["webhook-id"], body, (err) =>
+      res.writeHead(err ? 503 : 200, { "content-type": "application/json" }).end("{}"),
+    );
   });
 });
 server.keepAliveTimeout = 65_000;
-server.listen(Number(process.argv[2] ?? 0), "127.0.0.1", () => {
+server.listen(Number(positionals[0] ?? 0), "127.0.0.1", () => {
   const { port } = server.address();
   process.stdout.write(`${JSON.stringify({ url: `http://127.0.0.1:${port}` })}\n`);
 });
