@@ -6,13 +6,21 @@ import { createServer } from "node:net";
 // arguments of `longhaul serve`, stopping a child, and the CPU time a process has used.
 
 /**
- * A process's name and the CPU time it has used so far, in seconds (user + system, all its
- * threads), from /proc; null where there is none (no /proc, or the process has gone).
+ * A process's name and the CPU time it has used so far, in seconds (user + system): all its
+ * threads, and its main thread alone (the one that runs its event loop), from /proc; null
+ * where there is none (no /proc, or the process has gone).
  */
-export function processCpu(pid: number): { name: string; seconds: number } | null {
+export function processCpu(pid: number): { name: string; seconds: number; mainThread: number } | null {
+  const all = statCpu(`/proc/${pid}/stat`);
+  const main = statCpu(`/proc/${pid}/task/${pid}/stat`);
+  if (!all || !main) return null;
+  return { name: all.name, seconds: all.seconds, mainThread: main.seconds };
+}
+
+function statCpu(path: string): { name: string; seconds: number } | null {
   let stat: string;
   try {
-    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    stat = readFileSync(path, "utf8");
   } catch {
     return null;
   }

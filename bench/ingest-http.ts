@@ -28,7 +28,9 @@
 // Beside each rate, the server's CPU time over the load (user + system, all its threads, from
 // /proc) per request answered: on a 2-core machine the generator takes one core and the rate
 // mostly shows how the other is shared; CPU per request is each server's own cost, and its
-// ratio to the ceiling's is the fair comparison there.
+// ratio to the ceiling's is the fair comparison there. The main thread's share is shown apart:
+// it serves HTTP, so it bounds the rate wherever the other threads (longhaul's SQLite writer,
+// the thread pool that syncs) find a core of their own.
 //
 // The table goes to stdout and is appended to bench/RESULTS.md with the machine and the command.
 import { type ChildProcess, spawn } from "node:child_process";
@@ -65,6 +67,8 @@ interface Load {
   ok_ids?: number;
   /** CPU time (user + system, all threads) the server spent per request answered, warm-up included. */
   cpu_us?: number | null;
+  /** The same, its main thread's alone (the event loop: HTTP, verification, the handler). */
+  main_us?: number | null;
 }
 
 const children = new Set<ChildProcess>();
@@ -89,12 +93,11 @@ function start(args: string[], env: NodeJS.ProcessEnv = {}): { child: ChildProce
 }
 
 /**
- * The CPU time a process has used so far, in seconds (all its threads); null where there is
- * none. On 2 cores the load generator takes one, so requests per second alone mostly measure
- * how the rest is shared: CPU per request is the server's own cost.
+ * The CPU time a process has used so far, in seconds, all its threads and its main thread's;
+ * null where there is none. On 2 cores the load generator takes one, so requests per second
+ * alone mostly measure how the rest is shared: CPU per request is the server's own cost.
  */
-const cpuSeconds = (pid: number | undefined): number | null =>
-  pid === undefined ? null : (processCpu(pid)?.seconds ?? null);
+const cpuSeconds = (pid: number | undefined) => (pid === undefined ? null : processCpu(pid));
 
 /** Runs the load generator to its end and returns its JSON line, with `server`'s CPU per request. */
 async function load(
@@ -125,7 +128,9 @@ async function load(
   const r = JSON.parse(last) as Load;
   const cpu1 = cpuSeconds(server?.pid);
   const answered = r.ok + r.non2xx + (r.warmup ? r.warmup.ok + r.warmup.non2xx : 0);
-  r.cpu_us = cpu0 === null || cpu1 === null || answered === 0 ? null : ((cpu1 - cpu0) * 1e6) / answered;
+  const known = cpu0 !== null && cpu1 !== null && answered > 0;
+  r.cpu_us = known ? ((cpu1.seconds - cpu0.seconds) * 1e6) / answered : null;
+  r.main_us = known ? ((cpu1.mainThread - cpu0.mainThread) * 1e6) / answered : null;
   return r;
 }
 
@@ -316,6 +321,7 @@ async function main(): Promise<void> {
     ratio: base === null ? "1.00" : fmt(r.rps / base.rps, 2),
     of,
     "server CPU µs/req": r.cpu_us == null ? "–" : fmt(r.cpu_us, 0),
+    "of it, main thread": r.main_us == null ? "–" : fmt(r.main_us, 0),
     "CPU ÷ ceiling's":
       r.cpu_us == null || top.cpu_us == null || base !== top ? "–" : fmt(r.cpu_us / top.cpu_us, 2),
     "÷ durable ceiling (req/s, CPU)":
