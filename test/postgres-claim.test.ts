@@ -90,7 +90,7 @@ if (pgAvailableOrReport(unreachable, "PostgreSQL claim plan tests")) {
         // A claim of 2 whose transaction stays open holds the row locks it took.
         await c.query("BEGIN");
         try {
-          const first = await c.query(CLAIM, [Date.now(), 2, "a", 30_000]);
+          const first = await c.query(CLAIM, [Date.now(), 2, "a", 30_000, null]);
           assert.equal(first.rows.length, 2);
           // SKIP LOCKED passes over what the open claim locked: the other two are free.
           const second = await store.claim("b", 2, 30_000);
@@ -107,9 +107,9 @@ if (pgAvailableOrReport(unreachable, "PostgreSQL claim plan tests")) {
         const measure = async () => {
           // Twice: the first run marks the dead index entries it passes, as a running queue's
           // claims keep doing; the second shows the steady cost.
-          await pagesOf(c, CLAIM, [Date.now(), 16, "probe", 30_000]);
+          await pagesOf(c, CLAIM, [Date.now(), 16, "probe", 30_000, null]);
           // The choosing of the items (lanes, heads, due), not the leasing of the ones chosen.
-          const claim = await pagesOf(c, CLAIM, [Date.now(), 16, "probe", 30_000], "CTE chosen");
+          const claim = await pagesOf(c, CLAIM, [Date.now(), 16, "probe", 30_000, null], "CTE chosen");
           const seek = await pagesOf(c, LANE_SEEK, []);
           return { claim, seek };
         };

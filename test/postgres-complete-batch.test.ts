@@ -261,13 +261,13 @@ if (pgAvailableOrReport(unreachable, "PostgreSQL batched completion tests")) {
       try {
         assert.equal(await setting(), "on");
         await client.query("BEGIN");
-        assert.equal((await claim(c, "w", 1, 60_000)).length, 1);
+        assert.equal((await claim(c, "w", 1, 60_000, null)).length, 1);
         assert.equal(await setting(), "off", "the claim's transaction commits asynchronously");
         await client.query("COMMIT");
         // Without a transaction around it (as the store runs it), the connection keeps its setting
         // for the statements after it, such as a completion.
         assert.equal(await setting(), "on");
-        assert.equal((await claim(c, "w", 1, 60_000)).length, 1);
+        assert.equal((await claim(c, "w", 1, 60_000, null)).length, 1);
         assert.equal(await setting(), "on");
       } finally {
         await client.end();

@@ -617,6 +617,41 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
       await store.close();
     });
 
+    test("claim fairness holds for claims of one item: tenants take turns across claims", async () => {
+      // A worker whose slots free one at a time (slow handlers, or a concurrency of 1) claims one
+      // item at a time: the oldest lane must not win every time.
+      const { store, clock, tenant, other } = await setup();
+      const third = await store.createTenant({ name: "third", keyHash: `hash-third-${Math.random()}` });
+      await store.enqueue(
+        Array.from({ length: 20 }, (_, i) => ({
+          kind: "maintenance" as const,
+          tenantId: tenant.id,
+          payload: { i },
+        })),
+      );
+      clock.advance(1);
+      await store.enqueue([{ kind: "maintenance", tenantId: other.id, payload: { b: 0 } }]);
+      clock.advance(1);
+      await store.enqueue([
+        { kind: "maintenance", tenantId: third.id, payload: { c: 0 } },
+        { kind: "maintenance", tenantId: third.id, payload: { c: 1 } },
+      ]);
+      const order: string[] = [];
+      for (let i = 0; i < 6; i++) {
+        const [item, ...more] = await store.claim("w", 1, 30_000);
+        assert.ok(item, "due work is claimed");
+        assert.equal(more.length, 0);
+        order.push(item.tenantId === tenant.id ? "A" : item.tenantId === other.id ? "B" : "C");
+        await store.complete({ itemId: item.id, owner: "w" });
+      }
+      // The first claim takes the oldest lane; then each tenant with due work in turn.
+      assert.equal(order[0], "A");
+      assert.deepEqual(order.slice(0, 3).sort(), ["A", "B", "C"], `one claim each first: ${order}`);
+      assert.deepEqual(order.slice(3, 5).sort(), ["A", "C"], `then A and C again: ${order}`);
+      assert.equal(order[5], "A", `then A alone: ${order}`);
+      await store.close();
+    });
+
     test("claim fairness keeps one advancer per task, and lanes take turns", async () => {
       const { store, clock, tenant, other } = await setup();
       // Two items of one task in tenant A's lane, then one of tenant B and a tenant-less one.

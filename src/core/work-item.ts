@@ -75,6 +75,12 @@ export const defaultMaxAttempts: Record<WorkKind, number> = {
   deliver: 100,
 };
 
+/**
+ * The lane of a work item in the claim's turns (ARCHITECTURE §4.2): its tenant, or '' for work
+ * without one.
+ */
+export const laneOf = (item: { tenantId: string | null }): string => item.tenantId ?? "";
+
 /** How long parked work waits before it looks again, if nothing wakes it sooner. */
 export const PARK_MS = 5000;
 

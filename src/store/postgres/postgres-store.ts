@@ -3,6 +3,7 @@ import type { Pool } from "pg";
 import { type Clock, systemClock } from "../../core/clock.ts";
 import { LonghaulError } from "../../core/errors.ts";
 import { type IdGenerator, ulidGenerator } from "../../core/ids.ts";
+import { laneOf } from "../../core/work-item.ts";
 import { type InboxDbRow, toInbox } from "../rows.ts";
 import { type Runner, SqlStore } from "../sql/sql-store.ts";
 import type { Lease } from "../store.ts";
@@ -152,10 +153,17 @@ export class PostgresStore extends SqlStore {
     await this.pool.end();
   }
 
-  /** One statement, without a transaction around it. */
-  claim(owner: string, limit: number, leaseMs: number) {
-    return this.tx.statement((c) => claim(c, owner, limit, leaseMs));
+  /**
+   * One statement, without a transaction around it. Tenants take turns across this process's
+   * claims: each starts after the lane the previous one served last.
+   */
+  async claim(owner: string, limit: number, leaseMs: number) {
+    const items = await this.tx.statement((c) => claim(c, owner, limit, leaseMs, this.lastLane));
+    const last = items.at(-1);
+    if (last) this.lastLane = laneOf(last);
+    return items;
   }
+  private lastLane: string | null = null;
   /**
    * The lease check, the delete and the wake-up in one statement, on the worker's hot path;
    * completions made close together share it (`CompleteBatcher`), each with its own answer.

@@ -101,9 +101,20 @@ export function enqueue(sql: Sql, now: number, items: readonly NewWorkItem[]): v
   }
 }
 
-export function claim(sql: Sql, now: number, owner: string, limit: number, leaseMs: number): WorkItem[] {
+/**
+ * Leases up to `limit` due items to `owner`, tenants in turn (ARCHITECTURE §4.2). `after` is
+ * the lane the previous claim served last (`laneOf` its last item): lanes after it come first.
+ */
+export function claim(
+  sql: Sql,
+  now: number,
+  owner: string,
+  limit: number,
+  leaseMs: number,
+  after: string | null,
+): WorkItem[] {
   if (limit <= 0) return [];
-  const candidates = roundRobin(dueByLane(sql, now, limit));
+  const candidates = roundRobin(dueByLane(sql, now, limit, after));
   const chosen: number[] = [];
   const keys = new Set<string>();
   for (const cand of candidates) {
@@ -179,11 +190,14 @@ interface Candidate {
  * however long, cannot crowd another out of the look-ahead. Each tenant with pending work is
  * a lane (work without a tenant is the lane ''); the lanes are found by skipping from one
  * tenant to the next in the `work_lane` index, and each lane's oldest item by one seek, so a
- * claim reads a few rows per tenant, never the backlog. The lanes whose oldest item is due,
- * oldest first (at most `lanesPerClaim(limit)` of them), then give up to `perLane` of their
- * due items each, in due order; `roundRobin` interleaves them.
+ * claim reads a few rows per tenant, never the backlog. The lanes whose oldest item is due
+ * (at most `lanesPerClaim(limit)` of them) then give up to `perLane` of their due items each,
+ * in due order; `roundRobin` interleaves them. The lanes take turns across claims: those after
+ * `after` (the lane the previous claim served last) come first, in lane order, then the rest
+ * from the start, so even claims of one item serve every tenant in turn. Without a previous
+ * claim, the lanes with the oldest heads come first.
  */
-function dueByLane(sql: Sql, now: number, limit: number): Candidate[] {
+function dueByLane(sql: Sql, now: number, limit: number, after: string | null): Candidate[] {
   const lanes = sql.all<{ lane: string; head: number }>(
     `WITH RECURSIVE lanes (lane) AS (
        SELECT (SELECT coalesce(tenant_id, '') FROM work_items INDEXED BY work_lane
@@ -201,7 +215,11 @@ function dueByLane(sql: Sql, now: number, limit: number): Candidate[] {
   );
   const due = lanes
     .filter((l) => l.head <= now)
-    .sort((a, b) => a.head - b.head || (a.lane < b.lane ? -1 : 1))
+    .sort(
+      after === null
+        ? (a, b) => a.head - b.head || (a.lane < b.lane ? -1 : 1)
+        : (a, b) => Number(a.lane <= after) - Number(b.lane <= after) || (a.lane < b.lane ? -1 : 1),
+    )
     .slice(0, lanesPerClaim(limit));
   const take = perLane(limit, due.length);
   const out: Candidate[] = [];

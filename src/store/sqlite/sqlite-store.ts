@@ -4,6 +4,7 @@ import type Database from "better-sqlite3";
 import { type Clock, systemClock } from "../../core/clock.ts";
 import { LonghaulError } from "../../core/errors.ts";
 import { type IdGenerator, ulidGenerator } from "../../core/ids.ts";
+import { laneOf } from "../../core/work-item.ts";
 import * as engine from "../ops/engine-ops.ts";
 import { fanOut } from "../ops/fan-out.ts";
 import { recoverExpiredLeases } from "../ops/queue-ops.ts";
@@ -216,10 +217,18 @@ export class SqliteStore extends SqlStore {
    * any write made under it syncs the claim first.
    */
   claim(owner: string, limit: number, leaseMs: number) {
-    return this.write(async (tx) => claim(this.sql, tx.clock.now(), owner, limit, leaseMs), {
-      atCommit: true,
-    });
+    return this.write(
+      async (tx) => {
+        const items = claim(this.sql, tx.clock.now(), owner, limit, leaseMs, this.lastLane);
+        const last = items.at(-1);
+        if (last) this.lastLane = laneOf(last);
+        return items;
+      },
+      { atCommit: true },
+    );
   }
+  /** The lane the last claim served last: the next claim starts after it (tenants take turns). */
+  private lastLane: string | null = null;
   /**
    * Answered at COMMIT, as a claim is, so the task's function starts while the WAL syncs; its
    * `task.running` is announced only after that sync. One lost to a power cut leaves the task
