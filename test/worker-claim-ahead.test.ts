@@ -107,3 +107,49 @@ test("stop runs the items claimed ahead: none is left leased", async () => {
   assert.equal(q.s.completed.length, q.s.claimed, "every claimed item was run to its completion");
   assert.ok(q.s.completed.length < 10_000);
 });
+
+test("drain(): a slow item holds only its own slot; the others keep claiming and running", async () => {
+  // Four items, two slots; the first item's handler waits until the last one has completed
+  // (or 5 s, so that a drain that waits for whole batches ends, and fails below).
+  const items = Array.from({ length: 4 }, (_, i) => ({
+    id: `w${i}`,
+    kind: "advance",
+    tenantId: null,
+    payload: { taskId: `t${i}` },
+    attempts: 1,
+  })) as unknown as WorkItem[];
+  let next = 0;
+  const completed: string[] = [];
+  let lastDone: () => void = () => {};
+  const gate = new Promise<void>((resolve) => {
+    lastDone = resolve;
+    setTimeout(resolve, 5000).unref();
+  });
+  const store = {
+    async claim(_owner: string, limit: number) {
+      const out = items.slice(next, next + limit);
+      next += out.length;
+      return out;
+    },
+    async loadForAdvance(taskId: string) {
+      if (taskId === "t0") await gate;
+      else await new Promise((r) => setImmediate(r));
+      return null;
+    },
+    async complete(lease: Lease) {
+      completed.push(lease.itemId);
+      if (lease.itemId === "w3") lastDone();
+    },
+    onWork: () => () => {},
+    extendLease: async () => {},
+    recoverExpiredLeases: async () => 0,
+    releaseOrphanedLeases: async () => 0,
+    enqueue: async () => {},
+    nextRunAt: async () => null,
+  };
+  const deps = { store, clock: systemClock, log: quietLog() } as unknown as EngineDeps;
+  const worker = new Worker(deps, { concurrency: 2 });
+  assert.deepEqual(await worker.drain({ maxMs: 30_000 }), { processed: 4, remaining: false });
+  assert.deepEqual(completed.slice(0, 3).sort(), ["w1", "w2", "w3"], `completion order: ${completed}`);
+  assert.equal(completed[3], "w0", "the slow item ends last, released by the last fast one");
+});

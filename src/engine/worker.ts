@@ -105,9 +105,10 @@ export class Worker {
 
   /**
    * Handles due work without the loop, for a process woken by a cron or a queue: claims due
-   * items, runs their handlers and claims again, until nothing is due or `maxMs` (wall time,
-   * default 10 s) has passed; items in hand are finished, not cut off. Works whether or not
-   * the worker was started. `remaining`: due work is left (ARCHITECTURE §4.2).
+   * items into the worker's slots as they free, as the loop does (claiming ahead too), until
+   * nothing is due and nothing it claimed still runs, or `maxMs` (wall time, default 10 s) has
+   * passed; items in hand are finished, not cut off. A slow item holds only its own slot. Works
+   * whether or not the worker was started. `remaining`: due work is left (ARCHITECTURE §4.2).
    */
   async drain(opts: { maxMs?: number } = {}): Promise<{ processed: number; remaining: boolean }> {
     const until = performance.now() + (opts.maxMs ?? 10_000);
@@ -119,15 +120,27 @@ export class Worker {
     }
     await this.safely(() => this.d.store.recoverExpiredLeases());
     let processed = 0;
+    const mine = new Set<Promise<void>>();
     while (performance.now() < until) {
-      const claimed =
-        (await this.safely(() => this.d.store.claim(this.id, this.concurrency, this.leaseMs))) ?? [];
-      if (claimed.length === 0) break;
-      const handled = claimed.map((item) => this.handle(item));
-      for (const p of handled) this.track(p);
-      await Promise.all(handled);
-      processed += claimed.length;
+      const free = this.slots.claimable(this.running.size);
+      if (free > 0) {
+        const claimed = (await this.safely(() => this.d.store.claim(this.id, free, this.leaseMs))) ?? [];
+        for (const item of claimed) {
+          const p = this.handle(item);
+          this.track(p);
+          mine.add(p);
+          void p.finally(() => mine.delete(p));
+        }
+        processed += claimed.length;
+        // Every slot asked for was filled: more may be due.
+        if (claimed.length > 0 && claimed.length === free) continue;
+      }
+      // Nothing more was due, or every slot is the started loop's: done once this drain's own
+      // items have ended; what they make due meanwhile (a task's next step) is claimed first.
+      if (mine.size === 0) break;
+      await Promise.race(mine);
     }
+    await Promise.allSettled([...mine]);
     const next = await this.safely(() => this.d.store.nextRunAt());
     return { processed, remaining: next != null && next <= this.d.clock.now() };
   }
