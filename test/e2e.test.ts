@@ -175,6 +175,9 @@ describe("tasks end to end over HTTP on a SQLite file", () => {
     );
     await expect(stack.api("/v1/tasks/t_unknown"), 404, "TASK_NOT_FOUND");
     await expect(stack.api("/v1/tasks/t_%00x"), 400, "BAD_REQUEST");
+    // Refused by the router before any route runs, in the same error shape.
+    await expect(stack.api("/v1/tasks/t_%zz"), 400, "BAD_REQUEST");
+    await expect(stack.api(`/v1/tasks/t_${"x".repeat(3000)}`), 414, "URL_TOO_LONG");
     await expect(stack.api("/v1/tasks/t_unknown/cancel", { method: "POST" }), 404, "TASK_NOT_FOUND");
     await expect(stack.api("/v1/tasks?limit=0"), 400, "VALIDATION_FAILED");
     await expect(stack.api("/v1/tasks?status=done"), 400, "VALIDATION_FAILED");

@@ -1,5 +1,5 @@
-import type { FastifyError, FastifyInstance, FastifySchemaValidationError } from "fastify";
-import { type ErrorCode, LonghaulError } from "../core/errors.ts";
+import type { FastifyError, FastifyInstance, FastifyReply, FastifySchemaValidationError } from "fastify";
+import { type ErrorCode, errorStatus, LonghaulError } from "../core/errors.ts";
 
 /** Fastify's own failures mapped onto our stable codes, so bad input never gets a 5xx. */
 const fastifyCodes: Record<string, [ErrorCode, string]> = {
@@ -9,7 +9,28 @@ const fastifyCodes: Record<string, [ErrorCode, string]> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: ["UNSUPPORTED_MEDIA_TYPE", "Send the body as application/json."],
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: ["BAD_REQUEST", "The Content-Length header does not match the body."],
   FST_ERR_VALIDATION: ["VALIDATION_FAILED", "The request is not valid."],
+  // Refused by the router before any route or hook runs (Fastify's `frameworkErrors`).
+  FST_ERR_BAD_URL: [
+    "BAD_REQUEST",
+    "The URL path is not valid: each % must be followed by two hexadecimal digits.",
+  ],
+  FST_ERR_MAX_PARAM_LENGTH: [
+    "URL_TOO_LONG",
+    "A segment of the URL path is longer than this server accepts (2,100 characters).",
+  ],
 };
+
+/**
+ * Fastify's `frameworkErrors`: what the router refuses before any route or hook runs (a broken
+ * percent-encoding, a path segment over `maxParamLength`) leaves in our error shape too.
+ */
+export function frameworkErrors(err: FastifyError, _req: unknown, reply: FastifyReply): FastifyReply {
+  const [code, message] = fastifyCodes[err.code] ?? [
+    "INTERNAL",
+    "Something went wrong on our side; the request can be retried.",
+  ];
+  return reply.status(errorStatus[code]).send(errorBody(code, message));
+}
 
 const partNames: Record<string, string> = {
   body: "body",

@@ -23,7 +23,7 @@ import { approvalsRoutes } from "./approvals-routes.ts";
 import { tenantAuth } from "./auth.ts";
 import { callbacksRoutes } from "./callbacks-routes.ts";
 import { type DashboardOptions, dashboardRoutes } from "./dashboard-routes.ts";
-import { installErrorHandling, schemaErrorFormatter } from "./error-handler.ts";
+import { frameworkErrors, installErrorHandling, schemaErrorFormatter } from "./error-handler.ts";
 import { EventStreams, type EventStreamsOptions } from "./event-streams.ts";
 import { eventsRoutes } from "./events-routes.ts";
 import { hooksRoutes } from "./hooks-routes.ts";
@@ -100,6 +100,8 @@ export function buildServer(d: ServerDeps): FastifyInstance {
       ),
     // Capability tokens travel in the path.
     routerOptions: { maxParamLength: 2100 },
+    // What the router refuses before any route or hook runs leaves in our error shape too.
+    frameworkErrors: frameworkErrors as NonNullable<FastifyServerOptions["frameworkErrors"]>,
     connectionTimeout: 0,
     keepAliveTimeout: 72_000,
     return503OnClosing: true,
