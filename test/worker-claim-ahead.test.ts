@@ -8,6 +8,19 @@ import { Worker } from "../src/engine/worker.ts";
 import type { Lease, WorkItem } from "../src/store/store.ts";
 import { quietLog } from "./helpers.ts";
 
+/** The worker's deps around `store`: the store calls these tests do not watch answer at once. */
+function engineDeps(store: object): EngineDeps {
+  const quiet = {
+    onWork: () => () => {},
+    extendLease: async () => {},
+    recoverExpiredLeases: async () => 0,
+    releaseOrphanedLeases: async () => 0,
+    enqueue: async () => {},
+    nextRunAt: async () => null,
+  };
+  return { store: { ...quiet, ...store }, clock: systemClock, log: quietLog() } as unknown as EngineDeps;
+}
+
 /**
  * A queue of `n` advance items for tasks that no longer exist: the handler loads nothing
  * (after `handlerMs`) and completes its item. It records each claim with what the worker
@@ -51,14 +64,8 @@ function fakeQueue(n: number, handlerMs: number) {
       s.running--;
       s.completed.push(lease.itemId);
     },
-    onWork: () => () => {},
-    extendLease: async () => {},
-    recoverExpiredLeases: async () => 0,
-    releaseOrphanedLeases: async () => 0,
-    enqueue: async () => {},
-    nextRunAt: async () => null,
   };
-  const deps = { store, clock: systemClock, log: quietLog() } as unknown as EngineDeps;
+  const deps = engineDeps(store);
   return { s, deps, done: () => s.completed.length === n };
 }
 
@@ -140,14 +147,8 @@ test("drain(): a slow item holds only its own slot; the others keep claiming and
       completed.push(lease.itemId);
       if (lease.itemId === "w3") lastDone();
     },
-    onWork: () => () => {},
-    extendLease: async () => {},
-    recoverExpiredLeases: async () => 0,
-    releaseOrphanedLeases: async () => 0,
-    enqueue: async () => {},
-    nextRunAt: async () => null,
   };
-  const deps = { store, clock: systemClock, log: quietLog() } as unknown as EngineDeps;
+  const deps = engineDeps(store);
   const worker = new Worker(deps, { concurrency: 2 });
   assert.deepEqual(await worker.drain({ maxMs: 30_000 }), { processed: 4, remaining: false });
   assert.deepEqual(completed.slice(0, 3).sort(), ["w1", "w2", "w3"], `completion order: ${completed}`);
