@@ -1,10 +1,10 @@
 // Queue drain on SQLite: BENCH_JOBS (default 20,000) no-op work items through the store's
-// claim/complete, with its writes on the writer thread (ThreadedSqliteStore, as `serve` runs)
-// and on the event loop (SqliteStore), beside the same loop on a bare better-sqlite3 table with the same durability
-// in the same run: the ceiling of what a queue on one SQLite file does. Enqueued items are on
-// disk before the enqueue returns (synchronous=FULL); claims and completes are answered at
-// COMMIT, before the WAL's sync, as longhaul answers them (synchronous=NORMAL: a claim or a
-// bare complete lost to a power cut hands its item back, and it runs again).
+// claim/complete (SqliteStore, as `serve` runs it: its writes on the event loop), beside the
+// same loop on a bare better-sqlite3 table with the same durability in the same run: the
+// ceiling of what a queue on one SQLite file does. Enqueued items are on disk before the
+// enqueue returns (synchronous=FULL); claims and completes are answered at COMMIT, before the
+// WAL's sync, as longhaul answers them (synchronous=NORMAL: a claim or a bare complete lost to
+// a power cut hands its item back, and it runs again).
 //
 // Both are fed with bulk inserts of 500 items per call, then drained with BENCH_CONCURRENCY
 // (default 16) items in flight, from the start of the drain to the queue showing none left.
@@ -12,19 +12,18 @@
 // bench/queue-pg.ts: claim up to the free slots, complete each item, expired-lease recovery at
 // most once a second) rather than the whole engine, whose handlers all do real work; the
 // completions of one tick are one DELETE in one transaction (SQLite's folded complete). The
-// ceiling does the same per
-// round in plain SQL: one transaction claims up to the free slots (UPDATE … RETURNING), one
-// deletes them. Every id is completed exactly once, or the bench fails. Rounds are interleaved
-// after a warm-up round; each figure is the median of BENCH_ROUNDS (default 3). CPU per item
-// is the process's (every thread's) user and system time over the drain: less swayed by
-// other work on the machine than the rate, which waits on the disk too. Each store
-// lives in a temp dir removed at the end. The table is appended to bench/RESULTS.md.
+// ceiling does the same per round in plain SQL: one transaction claims up to the free slots
+// (UPDATE … RETURNING), one deletes them. Every id is completed exactly once, or the bench
+// fails. Rounds are interleaved after a warm-up round; each figure is the median of
+// BENCH_ROUNDS (default 3). CPU per item is the process's (every thread's) user and system
+// time over the drain: less swayed by other work on the machine than the rate, which waits on
+// the disk too. Each store lives in a temp dir removed at the end. The table is appended to
+// bench/RESULTS.md.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
-import { ThreadedSqliteStore } from "../src/store/sqlite/threaded-store.ts";
 import type { NewWorkItem } from "../src/store/store.ts";
 import { commandLine, fmt, machineLine, recordResult, table } from "./load.ts";
 import { drain } from "./queue-pg/drain.ts";
@@ -66,17 +65,14 @@ function once(name: string, ids: string[], n: number): void {
   }
 }
 
-async function longhaul(writer: "thread" | "inline"): Promise<Contender> {
-  const path = join(dir, `longhaul-${writer}.db`);
-  const store = writer === "thread" ? new ThreadedSqliteStore({ path }) : new SqliteStore({ path });
+async function longhaul(): Promise<Contender> {
+  const path = join(dir, "longhaul.db");
+  const store = new SqliteStore({ path });
   await store.migrate();
   const pending = () => (store.db.prepare("SELECT count(*) AS n FROM work_items").get() as { n: number }).n;
   let next = 0;
   return {
-    name:
-      writer === "thread"
-        ? "longhaul, writes on the writer thread (ThreadedSqliteStore, as serve runs)"
-        : "longhaul, writes on the event loop (SqliteStore)",
+    name: "longhaul (SqliteStore, as serve runs it)",
     async round(n) {
       if (pending() !== 0) throw new Error("longhaul: the queue is not empty before a round");
       let t0 = performance.now();
@@ -170,7 +166,7 @@ async function bare(): Promise<Contender> {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[(xs.length - 1) >> 1]!;
 
 async function main(): Promise<void> {
-  const contenders = [await bare(), await longhaul("thread"), await longhaul("inline")];
+  const contenders = [await bare(), await longhaul()];
   for (const c of contenders) await c.round(WARMUP_JOBS);
   const rounds = new Map<string, Round[]>(contenders.map((c) => [c.name, []]));
   for (let r = 0; r < ROUNDS; r++) {

@@ -29,8 +29,8 @@
 // /proc) per request answered: on a 2-core machine the generator takes one core and the rate
 // mostly shows how the other is shared; CPU per request is each server's own cost, and its
 // ratio to the ceiling's is the fair comparison there. The main thread's share is shown apart:
-// it serves HTTP, so it bounds the rate wherever the other threads (longhaul's SQLite writer,
-// the thread pool that syncs) find a core of their own.
+// it serves HTTP and runs the SQLite writes, so it bounds the rate wherever the other threads
+// (the thread pool that syncs, the garbage collector's) find a core of their own.
 //
 // The table goes to stdout and is appended to bench/RESULTS.md with the machine and the command.
 import { type ChildProcess, spawn } from "node:child_process";

@@ -40,10 +40,10 @@ async function serveLonghaul(): Promise<{
   const { pino } = await import("pino");
   const { createLonghaul } = await import("../src/app.ts");
   const { hashApiKey, newApiKey } = await import("../src/core/api-keys.ts");
-  const { ThreadedSqliteStore } = await import("../src/store/sqlite/threaded-store.ts");
+  const { SqliteStore } = await import("../src/store/sqlite/sqlite-store.ts");
   const dir = mkdtempSync(join(tmpdir(), "longhaul-bench-sse-"));
   process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
-  const store = new ThreadedSqliteStore({ path: join(dir, "longhaul.db") });
+  const store = new SqliteStore({ path: join(dir, "longhaul.db") });
   await store.migrate();
   const key = newApiKey();
   const tenant = await store.createTenant({ name: "bench", keyHash: hashApiKey(key) });

@@ -19,7 +19,7 @@ import { createLonghaul, type Longhaul } from "../src/app.ts";
 import { hashApiKey, newApiKey } from "../src/core/api-keys.ts";
 import { ulidGenerator } from "../src/core/ids.ts";
 import { defineTask } from "../src/core/task-type.ts";
-import { ThreadedSqliteStore } from "../src/store/sqlite/threaded-store.ts";
+import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
 import { exited } from "./children.ts";
 import { commandLine, fmt, machineLine, recordResult, table } from "./load.ts";
 
@@ -71,7 +71,7 @@ async function main(gc: () => void): Promise<void> {
 
 async function run(gc: () => void, dir: string): Promise<void> {
   const dbPath = join(dir, "longhaul.db");
-  const store = new ThreadedSqliteStore({ path: dbPath });
+  const store = new SqliteStore({ path: dbPath });
   await store.migrate();
   const tenant = await store.createTenant({ name: "bench", keyHash: hashApiKey(newApiKey()) });
   const suspend = defineTask("bench.suspend", async (_input, step) =>
@@ -96,7 +96,7 @@ async function run(gc: () => void, dir: string): Promise<void> {
 async function measure(
   gc: () => void,
   dbPath: string,
-  store: ThreadedSqliteStore,
+  store: SqliteStore,
   tenantId: string,
   app: Longhaul,
   url: string,

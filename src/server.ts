@@ -12,5 +12,4 @@ export {
 export { openStore } from "./store/open-store.ts";
 export { PostgresStore, type PostgresStoreOptions } from "./store/postgres/postgres-store.ts";
 export { SqliteStore, type SqliteStoreOptions } from "./store/sqlite/sqlite-store.ts";
-export { ThreadedSqliteStore, type ThreadedSqliteStoreOptions } from "./store/sqlite/threaded-store.ts";
 export type { Store } from "./store/store.ts";

@@ -163,8 +163,6 @@ describe("a full disk under the SQLite data directory", () => {
       dbPath: join(disk.dir, "longhaul.db"),
       pollAfterMs: 1000,
       taskTypes: [nap],
-      // max_page_count holds for the connection it is set on: the one that writes.
-      ...(disk.how === "max_page_count" ? { writer: "inline" as const } : {}),
     });
   });
   after(async () => {

@@ -9,14 +9,13 @@ import type { ChaosOptions } from "../src/providers/sim/chaos.ts";
 import { simProvider } from "../src/providers/sim/sim-provider.ts";
 import { type Simulator, startSimulator } from "../src/providers/sim/simulator.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
-import { ThreadedSqliteStore } from "../src/store/sqlite/threaded-store.ts";
 import { quietLog, tempDir } from "./helpers.ts";
 
 export const SIM_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 export interface Stack {
   app: Longhaul;
-  store: SqliteStore | ThreadedSqliteStore;
+  store: SqliteStore;
   sim: Simulator;
   url: string;
   key: string;
@@ -48,11 +47,6 @@ export async function startStack(
     realtime?: LonghaulOptions["realtime"];
     /** Reuse this SQLite file (a restart) instead of a fresh one. */
     dbPath?: string;
-    /**
-     * Where the store's writes run: on the writer thread, as `serve` and `dev` run them
-     * (default), or on this thread (for a test that must set the writing connection itself).
-     */
-    writer?: "thread" | "inline";
     /** Serve the dashboard signed in as the stack's tenant, as `longhaul dev` does. */
     dashboard?: boolean;
     httpTimeouts?: LonghaulOptions["httpTimeouts"];
@@ -69,7 +63,7 @@ export async function startStack(
     path: opts.dbPath ?? join(tmp.dir, "longhaul.db"),
     ...(opts.clock ? { clock: opts.clock } : {}),
   };
-  const store = opts.writer === "inline" ? new SqliteStore(storeOpts) : new ThreadedSqliteStore(storeOpts);
+  const store = new SqliteStore(storeOpts);
   await store.migrate();
   const sim = await startSimulator({
     secret: SIM_SECRET,

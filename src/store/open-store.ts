@@ -2,16 +2,14 @@ import type { Clock } from "../core/clock.ts";
 import { LonghaulError } from "../core/errors.ts";
 import type { IdGenerator } from "../core/ids.ts";
 import { SqliteStore } from "./sqlite/sqlite-store.ts";
-import { ThreadedSqliteStore } from "./sqlite/threaded-store.ts";
 import type { Store } from "./store.ts";
 
 /**
  * Opens the store a database URL names: `sqlite:path/to/file.db` (or `sqlite::memory:`), or
  * `postgres://user@host/db` (with `?schema=name` to use a schema other than `public`).
  *
- * A SQLite file gets its writes on a writer thread (ThreadedSqliteStore); `:memory:`, or ids
- * made by a generator of the caller's, keep them on this thread (SqliteStore). PostgreSQL's
- * driver is loaded only when a PostgreSQL URL is opened.
+ * SQLite (a file, or `:memory:`) is a SqliteStore in this process. PostgreSQL's driver is
+ * loaded only when a PostgreSQL URL is opened.
  */
 export async function openStore(
   url: string,
@@ -20,8 +18,7 @@ export async function openStore(
   if (url.startsWith("sqlite:")) {
     const path = url.slice("sqlite:".length).replace(/^\/\//, "");
     const file = path || ".longhaul/longhaul.db";
-    if (file === ":memory:" || opts.ids) return new SqliteStore({ path: file, ...opts });
-    return new ThreadedSqliteStore({ path: file, ...(opts.clock ? { clock: opts.clock } : {}) });
+    return new SqliteStore({ path: file, ...opts });
   }
   if (url.startsWith("postgres://") || url.startsWith("postgresql://")) {
     const { PostgresStore } = await import("./postgres/postgres-store.ts");

@@ -276,36 +276,3 @@ export abstract class SqlStore implements Store {
     return this.run.write((tx) => outbound.recordAttempt(tx, lease, deliveryId, result));
   }
 }
-
-/** How a `SqlStore` method runs its operation. */
-export type OperationKind = keyof Runner;
-
-/**
- * Each `SqlStore` method that runs one operation of `ops/`, with how it runs it, read off the
- * methods themselves: each is called once on a store whose runner only notes the kind it is
- * asked for (the operation is never run). A dialect that runs writes elsewhere than its reads
- * (SQLite's writer thread) routes by this map, which cannot drift from the methods.
- */
-export function operationKinds(): ReadonlyMap<string, OperationKind> {
-  if (kinds) return kinds;
-  let asked: OperationKind | null = null;
-  const note =
-    (kind: OperationKind) =>
-    <T>(_op: (tx: Tx) => Promise<T>): Promise<T> => {
-      asked = kind;
-      return Promise.resolve(undefined as T);
-    };
-  const probe = Object.create(SqlStore.prototype) as Record<string, (...args: unknown[]) => unknown>;
-  const run: Runner = { write: note("write"), snapshot: note("snapshot"), read: note("read") };
-  Object.defineProperty(probe, "run", { value: run });
-  const found = new Map<string, OperationKind>();
-  for (const name of Object.getOwnPropertyNames(SqlStore.prototype)) {
-    if (name === "constructor") continue;
-    asked = null;
-    probe[name]!();
-    if (asked) found.set(name, asked);
-  }
-  kinds = found;
-  return found;
-}
-let kinds: ReadonlyMap<string, OperationKind> | null = null;

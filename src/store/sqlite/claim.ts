@@ -49,9 +49,9 @@ export async function completeMany(tx: Tx, leases: readonly Lease[]): Promise<bo
 /**
  * `complete` calls folded into one `completeMany`: calls made one after another, with no other
  * write queued between them, share the last one queued, whose list of leases grows until it
- * runs (or crosses to the writer thread). `last` names the write queued last; `send` queues a
- * `completeMany` of the list it is given. Each caller still gets its own answer, LEASE_LOST
- * for a lease that no longer held its item, and the order of writes is kept.
+ * runs. `last` names the write queued last; `send` queues a `completeMany` of the list it is
+ * given. Each caller still gets its own answer, LEASE_LOST for a lease that no longer held its
+ * item, and the order of writes is kept.
  */
 export class CompleteFold {
   private open: { leases: Lease[]; held: Promise<boolean[]>; mark: unknown } | null = null;

@@ -9,13 +9,13 @@ interface Pending {
   atCommit: boolean;
   /** Called once the write, committed, is on disk (or with the error of the sync that failed). */
   durable: ((err?: unknown) => void)[];
-  /** Called right after COMMIT; true when it told someone, who should hear before the sync. */
-  committed: (() => boolean) | undefined;
+  /** Called right after COMMIT, before the WAL's sync. */
+  committed: (() => void) | undefined;
 }
 
 export interface RunOptions {
   atCommit?: boolean;
-  committed?: () => boolean;
+  committed?: () => void;
 }
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
@@ -61,14 +61,6 @@ export class GroupCommit {
    * sync in flight), where a hop to the thread pool and back only adds to the wait.
    */
   private readonly syncWalNow: (() => void) | null;
-  /**
-   * Set when what a batch answers or signals at COMMIT is acted on by another thread (a store
-   * on the writer thread): such a batch is synced off this thread, so the writes those answers
-   * lead to (the claim of work made due, a task's next write) commit during the sync instead
-   * of waiting for it. Otherwise nobody can act before a sync in place returns anyway, and
-   * syncing in place lets the next writes gather into one batch meanwhile.
-   */
-  private readonly heardElsewhere: boolean;
   /** Batches committed and not yet covered by a sync. */
   private unsynced: ((err?: unknown) => void)[] = [];
   private syncing: Promise<void> | null = null;
@@ -76,11 +68,10 @@ export class GroupCommit {
   constructor(
     private readonly db: Database,
     private readonly maxBatch = 512,
-    opts: { syncWal?: () => Promise<void>; syncWalNow?: () => void; heardElsewhere?: boolean } = {},
+    opts: { syncWal?: () => Promise<void>; syncWalNow?: () => void } = {},
   ) {
     this.syncWal = opts.syncWal ?? null;
     this.syncWalNow = opts.syncWalNow ?? null;
-    this.heardElsewhere = opts.heardElsewhere === true;
     this.s = {
       begin: db.prepare("BEGIN IMMEDIATE"),
       commit: db.prepare("COMMIT"),
@@ -180,21 +171,17 @@ export class GroupCommit {
           if (results[i]!.ok) for (const fn of p.durable) fn(err);
         });
       };
-      // The signals of the batch's writes, made now, right after COMMIT (`committed`), and
-      // whether anyone hears of the batch before its sync: a signal, or an answer at COMMIT.
-      let heard = false;
+      // The signals of the batch's writes, made now, right after COMMIT (`committed`).
       batch.forEach((p, i) => {
-        if (p.atCommit) heard = true;
-        if (p.committed && results[i]!.ok && p.committed()) heard = true;
+        if (p.committed && results[i]!.ok) p.committed();
       });
       if (this.syncWal) {
         answer((p) => p.atCommit);
         // A batch of claims alone waits for no sync and starts none: the next write's sync
         // covers its COMMIT too, before that write is answered.
         if (!batch.some((p) => !p.atCommit || p.durable.length > 0)) continue;
-        // In place only when nothing could run meanwhile (no write waiting, no sync in
-        // flight) and no other thread heard of the batch (`heardElsewhere`).
-        if (this.syncWalNow && !this.syncing && this.queue.length === 0 && !(heard && this.heardElsewhere)) {
+        // In place only when nothing could run meanwhile (no write waiting, no sync in flight).
+        if (this.syncWalNow && !this.syncing && this.queue.length === 0) {
           let error: unknown;
           try {
             this.syncWalNow();

@@ -25,11 +25,6 @@ export interface SqliteStoreOptions {
   path: string;
   clock?: Clock;
   ids?: IdGenerator;
-  /**
-   * The store runs on the writer thread: what a batch answers or signals at COMMIT is acted
-   * on by the calling thread while the WAL syncs (GroupCommit's `heardElsewhere`).
-   */
-  onWriterThread?: boolean;
 }
 
 /**
@@ -87,7 +82,6 @@ export class SqliteStore extends SqlStore {
       this.writer = new GroupCommit(this.db, 512, {
         syncWal: () => this.syncWal(),
         syncWalNow: () => fdatasyncSync(this.walFd()),
-        heardElsewhere: opts.onWriterThread === true,
       });
     }
   }
@@ -108,7 +102,6 @@ export class SqliteStore extends SqlStore {
     };
     const committed = () => {
       if (work) this.notifier.wake();
-      return work;
     };
     return this.writer
       .run(
