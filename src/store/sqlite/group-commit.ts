@@ -9,13 +9,13 @@ interface Pending {
   atCommit: boolean;
   /** Called once the write, committed, is on disk (or with the error of the sync that failed). */
   durable: ((err?: unknown) => void)[];
-  /** Called right after COMMIT, before the WAL's sync. */
-  committed: (() => void) | undefined;
+  /** Called right after COMMIT; true when it told someone, who may act before the sync. */
+  committed: (() => boolean) | undefined;
 }
 
 export interface RunOptions {
   atCommit?: boolean;
-  committed?: () => void;
+  committed?: () => boolean;
 }
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
@@ -171,17 +171,22 @@ export class GroupCommit {
           if (results[i]!.ok) for (const fn of p.durable) fn(err);
         });
       };
-      // The signals of the batch's writes, made now, right after COMMIT (`committed`).
+      // The signals of the batch's writes, made now, right after COMMIT (`committed`), and
+      // whether anyone hears of the batch before its sync: a signal, or an answer at COMMIT.
+      let heard = false;
       batch.forEach((p, i) => {
-        if (p.committed && results[i]!.ok) p.committed();
+        if (p.atCommit) heard = true;
+        if (p.committed && results[i]!.ok && p.committed()) heard = true;
       });
       if (this.syncWal) {
         answer((p) => p.atCommit);
         // A batch of claims alone waits for no sync and starts none: the next write's sync
         // covers its COMMIT too, before that write is answered.
         if (!batch.some((p) => !p.atCommit || p.durable.length > 0)) continue;
-        // In place only when nothing could run meanwhile (no write waiting, no sync in flight).
-        if (this.syncWalNow && !this.syncing && this.queue.length === 0) {
+        // In place only when nothing could run meanwhile: no write waiting, no sync in flight,
+        // and nobody heard of the batch, who would act on it (a claim of the work it made due,
+        // the next write of a task it began) while the sync runs off the loop.
+        if (this.syncWalNow && !this.syncing && this.queue.length === 0 && !heard) {
           let error: unknown;
           try {
             this.syncWalNow();

@@ -24,8 +24,9 @@ export class LocalNotifier {
     return () => this.taskEventListeners.delete(fn);
   }
 
-  wake(): void {
-    this.work.emit("work");
+  /** True when someone was listening (a worker of this process). */
+  wake(): boolean {
+    return this.work.emit("work");
   }
 
   announce(tenantId: string, seq: number): void {

@@ -100,9 +100,7 @@ export class SqliteStore extends SqlStore {
     const announce = () => {
       for (const e of appended) this.notifier.announce(e.tenantId, e.seq);
     };
-    const committed = () => {
-      if (work) this.notifier.wake();
-    };
+    const committed = () => work && this.notifier.wake();
     return this.writer
       .run(
         async () => {
