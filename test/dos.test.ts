@@ -258,6 +258,24 @@ describe("request input over HTTP", () => {
     assert.equal(atLimit.status, 202, JSON.stringify(atLimit.body));
   });
 
+  test("a number beyond a double's range is refused with 400, not stored as null", async () => {
+    const signalsBefore = count("SELECT count(*) AS n FROM signals");
+    for (const data of ["1e400", "-1E+999", `{"a": [1, ${"9".repeat(400)}]}`]) {
+      const r = await stack.api("/v1/signals", { body: `{"name": "huge", "data": ${data}}` });
+      assert.equal(r.status, 400, `${data.slice(0, 20)}: ${JSON.stringify(r.body)}`);
+      assert.equal(r.body.error.code, "VALIDATION_FAILED");
+      assert.match(r.body.error.message, /beyond the range/);
+    }
+    const task = await stack.api("/v1/tasks", { body: '{"type": "demo.echo", "input": {"n": 2e308}}' });
+    assert.equal(task.status, 400, JSON.stringify(task.body));
+    assert.equal(count("SELECT count(*) AS n FROM signals"), signalsBefore);
+    // In range, in a string, or tiny: accepted as sent.
+    const fine = await stack.api("/v1/signals", {
+      body: '{"name": "huge", "data": {"max": 1.7e308, "s": "1e400", "tiny": 1e-400}}',
+    });
+    assert.equal(fine.status, 202, JSON.stringify(fine.body));
+  });
+
   test("the API refuses prototype keys in a body with 400", async () => {
     const r = await stack.api("/v1/signals", { body: '{"name": "x", "data": {"__proto__": {"a": 1}}}' });
     assert.equal(r.status, 400);

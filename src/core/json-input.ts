@@ -65,14 +65,41 @@ export function tooDeep(what = "The body"): LonghaulError {
 }
 
 /**
+ * Text that may hold a number beyond a double's range (±1.8e308): an exponent of three digits
+ * or more, or 309 digits in a row. Only such text is walked for one.
+ */
+const HUGE_NUMBER = /[eE]\+?\d{3}|\d{309}/;
+
+/** Whether a parsed value holds a number JSON.parse turned into ±Infinity. */
+function holdsInfinity(v: unknown): boolean {
+  if (typeof v === "number") return !Number.isFinite(v);
+  if (v === null || typeof v !== "object") return false;
+  for (const x of Array.isArray(v) ? v : Object.values(v)) if (holdsInfinity(x)) return true;
+  return false;
+}
+
+/**
  * Parses JSON that came over HTTP the way the API parses every body: nesting capped at
  * MAX_JSON_DEPTH (VALIDATION_FAILED), and a `__proto__` key or a `constructor` key holding a
  * `prototype` refused (INVALID_JSON) so a parsed value can never reach an object's prototype.
+ * With `finite`, a number beyond a double's range is refused (VALIDATION_FAILED) instead of
+ * becoming Infinity, which would be stored as `null`: for what a client sends, not for a
+ * provider's event or callback, whose sender cannot be told.
  */
-export function readJson(text: string, what = "The body"): JsonRead {
+export function readJson(text: string, what = "The body", opts: { finite?: boolean } = {}): JsonRead {
   if (nestsDeeperThan(text)) return { ok: false, error: tooDeep(what) };
   try {
-    return { ok: true, value: sjson.parse(text, null, { protoAction: "error", constructorAction: "error" }) };
+    const value: unknown = sjson.parse(text, null, { protoAction: "error", constructorAction: "error" });
+    if (opts.finite && HUGE_NUMBER.test(text) && holdsInfinity(value)) {
+      return {
+        ok: false,
+        error: new LonghaulError(
+          "VALIDATION_FAILED",
+          `${what} holds a number beyond the range JSON numbers are stored in (±1.8e308); send it as a string.`,
+        ),
+      };
+    }
+    return { ok: true, value };
   } catch (err) {
     const poisoned = err instanceof SyntaxError && err.message.includes("forbidden prototype property");
     return {

@@ -20,15 +20,15 @@ const fastifyCodes: Record<string, [ErrorCode, string]> = {
   ],
 };
 
+/** What a 500 says: nothing about the cause, which goes to the log. */
+const INTERNAL_MESSAGE = "Something went wrong on our side; the request can be retried.";
+
 /**
  * Fastify's `frameworkErrors`: what the router refuses before any route or hook runs (a broken
  * percent-encoding, a path segment over `maxParamLength`) leaves in our error shape too.
  */
 export function frameworkErrors(err: FastifyError, _req: unknown, reply: FastifyReply): FastifyReply {
-  const [code, message] = fastifyCodes[err.code] ?? [
-    "INTERNAL",
-    "Something went wrong on our side; the request can be retried.",
-  ];
+  const [code, message] = fastifyCodes[err.code] ?? ["INTERNAL", INTERNAL_MESSAGE];
   return reply.status(errorStatus[code]).send(errorBody(code, message));
 }
 
@@ -91,9 +91,7 @@ export function installErrorHandling(app: FastifyInstance): void {
       return reply.status(fe.statusCode).send(errorBody("BAD_REQUEST", fe.message));
     }
     req.log.error({ err }, "unexpected error");
-    return reply
-      .status(500)
-      .send(errorBody("INTERNAL", "Something went wrong on our side; the request can be retried."));
+    return reply.status(500).send(errorBody("INTERNAL", INTERNAL_MESSAGE));
   });
   app.setNotFoundHandler((req, reply) =>
     reply.status(404).send(errorBody("NOT_FOUND", `No route ${req.method} ${req.url.split("?")[0]}.`)),

@@ -132,11 +132,12 @@ export function buildServer(d: ServerDeps): FastifyInstance {
   // /openapi.json is generated from the routes' schemas, so it cannot drift from what they accept.
   const openapi = openapiDocs();
   app.register(openapi.collect);
-  // Every JSON body goes through one parser that caps nesting and refuses prototype keys.
+  // Every JSON body goes through one parser that caps nesting, refuses prototype keys and
+  // numbers out of a double's range.
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
     if (body === "") return done(new LonghaulError("INVALID_JSON", "The body is empty; send a JSON object."));
-    const read = readJson(body as string);
+    const read = readJson(body as string, "The body", { finite: true });
     if (read.ok) done(null, read.value);
     else done(read.error);
   });
