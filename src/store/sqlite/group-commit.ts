@@ -58,7 +58,8 @@ export class GroupCommit {
   private readonly syncWal: (() => Promise<void>) | null;
   /**
    * The same sync, made in place: used when nothing could run meanwhile (no write waiting, no
-   * sync in flight), where a hop to the thread pool and back only adds to the wait.
+   * sync in flight, nobody told of the batch at COMMIT), where a hop to the thread pool and
+   * back only adds to the wait.
    */
   private readonly syncWalNow: (() => void) | null;
   /** Batches committed and not yet covered by a sync. */
