@@ -103,6 +103,66 @@ describe("webhook ingress over HTTP, on the whole stack", () => {
     // 17 chunks of 64 KiB pass the 1 MiB limit; the terminating chunk is never sent.
     assert.equal(await rawRequest(stack.url, head, Array(17).fill(chunk)), 413);
   });
+
+  test("the path answered ahead of the router and the router's route answer alike", async () => {
+    // `/hooks/sim` is answered by the node:http handler (src/http/hook-ingress.ts); `/hooks/%73im`
+    // names the same source but goes through the router, as any path with `%` in it does.
+    const answer = async (url: string, headers: Record<string, string>, b: string) => {
+      const res = await fetch(url, { method: "POST", headers, body: b });
+      return {
+        status: res.status,
+        body: await res.text(),
+        type: res.headers.get("content-type"),
+        retryAfter: res.headers.get("retry-after"),
+        limit: res.headers.get("x-ratelimit-limit"),
+      };
+    };
+    const routed = `${stack.url}/hooks/%73im`;
+    const b = (id: string) => body(id);
+    const cases: [string, (id: string) => Record<string, string>, (id: string) => string][] = [
+      ["accepted", (id) => signed(id, b(id)), b],
+      ["forged", (id) => signed(id, b(id), nowS(), "whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"), b],
+      ["unsigned", () => ({ "content-type": "application/json" }), b],
+      ["not JSON", (id) => signed(id, "not json"), () => "not json"],
+    ];
+    for (const [what, headers, text] of cases) {
+      const fast = await answer(hook(), headers(`evt_fast_${what}`), text(`evt_fast_${what}`));
+      const slow = await answer(routed, headers(`evt_slow_${what}`), text(`evt_slow_${what}`));
+      assert.deepEqual(fast, slow, what);
+    }
+    // A delivery recorded through one path is a duplicate through the other.
+    const dup = b("evt_fast_accepted");
+    const again = await answer(routed, signed("evt_fast_accepted", dup), dup);
+    assert.equal(again.body, '{"received":true,"duplicate":true}');
+    assert.equal(rows("evt_fast_accepted"), 1);
+    assert.equal(rows("evt_slow_accepted"), 1);
+  });
+
+  test("a webhook answered ahead of the router is logged as the router logs a request", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        for (const line of String(chunk).split("\n").filter(Boolean)) lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    const logged = await startStack({ logger: pino({ level: "info" }, sink) });
+    try {
+      const b = body("evt_logged");
+      const r = await post(`${logged.url}/hooks/sim`, signed("evt_logged", b), b);
+      assert.equal(r.status, 200);
+      const done = lines.find(
+        (l) => l.msg === "request completed" && (l.req as { url?: string })?.url === "/hooks/sim",
+      );
+      assert.ok(done, JSON.stringify(lines.map((l) => l.msg)));
+      assert.deepEqual(done.res, { statusCode: 200 });
+      assert.equal((done.req as { method: string }).method, "POST");
+      assert.equal(typeof done.responseTime, "number");
+      assert.equal(JSON.stringify(done).includes("webhook-signature"), false, "no header is logged");
+    } finally {
+      await logged.close();
+    }
+  });
 });
 
 describe("webhook ingress over HTTP, every scheme", () => {

@@ -9,6 +9,7 @@ import { hashApiKey, newApiKey } from "../src/core/api-keys.ts";
 import { LonghaulError } from "../src/core/errors.ts";
 import { DEFAULT_LIMITS, resolveLimits } from "../src/core/limits.ts";
 import { defineTask } from "../src/core/task-type.ts";
+import { FixedWindows } from "../src/http/rate-limits.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
 import { quietLog, tempDir, waitFor } from "./helpers.ts";
 import { type Stack, startStack } from "./stack.ts";
@@ -389,4 +390,19 @@ describe("limits configuration", () => {
       tmp.cleanup();
     }
   });
+});
+
+test("FixedWindows counts per key in fixed windows and forgets the least recently counted key past its size", () => {
+  const w = new FixedWindows(2, 60_000, 2);
+  assert.deepEqual(w.hit("a", 0), { limit: 2, remaining: 1, resetS: 60, exceeded: false });
+  assert.deepEqual(w.hit("a", 30_000), { limit: 2, remaining: 0, resetS: 30, exceeded: false });
+  assert.deepEqual(w.hit("a", 59_000), { limit: 2, remaining: 0, resetS: 1, exceeded: true });
+  // The window ends 60 s after its first request; the next one starts a new window.
+  assert.deepEqual(w.hit("a", 60_000), { limit: 2, remaining: 1, resetS: 60, exceeded: false });
+  w.hit("b", 60_000);
+  w.hit("a", 60_001);
+  // A third key evicts the least recently counted one (b), never the one just counted.
+  w.hit("c", 60_002);
+  assert.equal(w.hit("b", 60_003).remaining, 1, "b starts over");
+  assert.equal(w.hit("c", 60_004).remaining, 0, "c was kept");
 });

@@ -70,14 +70,38 @@ export function errorBody(code: string, message: string) {
   return { error: { code, message } };
 }
 
+/** How an error thrown by longhaul's own code is answered, by the router or without it. */
+export interface ErrorResponse {
+  status: number;
+  body: ReturnType<typeof errorBody>;
+  /** `Retry-After`, in seconds. */
+  retryAfter?: string;
+  /** The log line a 5xx gets (with the error); none for what the client got wrong. */
+  logAs?: string;
+}
+
+/** A LonghaulError as its status, body and `Retry-After`; anything else as 500 INTERNAL. */
+export function errorResponse(err: unknown): ErrorResponse {
+  if (err instanceof LonghaulError) {
+    const retryAfter = err.details?.retry_after_s;
+    return {
+      status: err.httpStatus,
+      body: errorBody(err.code, err.message),
+      ...(typeof retryAfter === "number" ? { retryAfter: String(retryAfter) } : {}),
+      ...(err.httpStatus >= 500 ? { logAs: "request failed" } : {}),
+    };
+  }
+  return { status: 500, body: errorBody("INTERNAL", INTERNAL_MESSAGE), logAs: "unexpected error" };
+}
+
 /** Every error leaves as `{"error": {"code", "message"}}` with the status from the one table. */
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError | LonghaulError | Error, req, reply) => {
     if (err instanceof LonghaulError) {
-      if (err.httpStatus >= 500) req.log.error({ err }, "request failed");
-      const retryAfter = err.details?.retry_after_s;
-      if (typeof retryAfter === "number") reply.header("retry-after", String(retryAfter));
-      return reply.status(err.httpStatus).send(errorBody(err.code, err.message));
+      const r = errorResponse(err);
+      if (r.logAs) req.log.error({ err }, r.logAs);
+      if (r.retryAfter !== undefined) reply.header("retry-after", r.retryAfter);
+      return reply.status(r.status).send(r.body);
     }
     const fe = err as FastifyError;
     const mapped = fe.code ? fastifyCodes[fe.code] : undefined;
@@ -90,8 +114,9 @@ export function installErrorHandling(app: FastifyInstance): void {
     if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
       return reply.status(fe.statusCode).send(errorBody("BAD_REQUEST", fe.message));
     }
-    req.log.error({ err }, "unexpected error");
-    return reply.status(500).send(errorBody("INTERNAL", INTERNAL_MESSAGE));
+    const r = errorResponse(err);
+    req.log.error({ err }, r.logAs);
+    return reply.status(r.status).send(r.body);
   });
   app.setNotFoundHandler((req, reply) =>
     reply.status(404).send(errorBody("NOT_FOUND", `No route ${req.method} ${req.url.split("?")[0]}.`)),

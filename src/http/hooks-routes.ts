@@ -1,11 +1,12 @@
 import { type Readable, Transform } from "node:stream";
+import type { FastifyBaseLogger } from "fastify";
 import { Type } from "typebox";
 import type { Clock } from "../core/clock.ts";
 import { LonghaulError } from "../core/errors.ts";
 import type { Source } from "../ingress/sources.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { InboxStore } from "../store/store.ts";
-import { recordWebhook, sourceNamed } from "../usecases/record-webhook.ts";
+import { type RecordWebhookResult, recordWebhook, sourceNamed } from "../usecases/record-webhook.ts";
 import { HookReceipt } from "../wire/events.ts";
 import type { Api } from "./api.ts";
 import { operation } from "./openapi.ts";
@@ -58,19 +59,23 @@ export function hooksRoutes(
         },
       );
       const source = r.source;
-      if (r.deliveryId) {
-        req.log.info(
-          { source: source.name, eventId: r.eventId, deliveryId: r.deliveryId, duplicate: r.duplicate },
-          "webhook delivery id, deduped on the body hash",
-        );
-      }
+      logDelivery(req.log, r);
       metrics?.webhooks.inc({ source: source.name, result: r.duplicate ? "duplicate" : "accepted" });
       return reply.status(200).send({ received: true, duplicate: r.duplicate });
     });
   });
 }
 
-function tooLarge(source: Source): LonghaulError {
+/** The sender's delivery id, where its scheme signs one: the inbox dedupes on the event id. */
+export function logDelivery(log: Pick<FastifyBaseLogger, "info">, r: RecordWebhookResult): void {
+  if (!r.deliveryId) return;
+  log.info(
+    { source: r.source.name, eventId: r.eventId, deliveryId: r.deliveryId, duplicate: r.duplicate },
+    "webhook delivery id, deduped on the body hash",
+  );
+}
+
+export function tooLarge(source: Source): LonghaulError {
   return new LonghaulError(
     "PAYLOAD_TOO_LARGE",
     `Source "${source.name}" accepts bodies up to ${source.bodyLimit} bytes; this one is larger. Raise its body_limit if the sender's events are legitimately this big.`,

@@ -7,9 +7,9 @@ type Kind = "api" | "unauthenticated" | "hooks" | "callbacks" | "approvals";
 type Check = ReturnType<FastifyInstance["createRateLimit"]>;
 type AuthHook = (req: FastifyRequest, reply: FastifyReply) => Promise<void>;
 
-const WINDOW_MS = 60_000;
+export const RATE_LIMIT_WINDOW_MS = 60_000;
 /** Buckets kept per limiter; the least recently used is forgotten past this. */
-const BUCKETS = 10_000;
+export const RATE_LIMIT_BUCKETS = 10_000;
 
 const what: Record<Kind, string> = {
   api: "API requests for this tenant",
@@ -18,6 +18,49 @@ const what: Record<Kind, string> = {
   callbacks: "callback requests from this address",
   approvals: "approval requests from this address",
 };
+
+/** 429 for `kind` past `max` a minute, with the seconds until its window ends. */
+export function rateLimited(kind: Kind, max: number, resetS: number): LonghaulError {
+  const wait = Math.max(1, resetS);
+  return new LonghaulError(
+    "RATE_LIMITED",
+    `Too many ${what[kind]}: the limit is ${max} a minute; retry in ${wait} s.`,
+    {
+      details: { retry_after_s: wait },
+    },
+  );
+}
+
+/**
+ * The same fixed windows, counted here: for the webhook path answered ahead of the router
+ * (./hook-ingress.ts). At most `buckets` keys are kept, the least recently counted forgotten
+ * first.
+ */
+export class FixedWindows {
+  private readonly windows = new Map<string, { count: number; endsAt: number }>();
+
+  constructor(
+    private readonly max: number,
+    private readonly windowMs: number,
+    private readonly buckets: number,
+  ) {}
+
+  /** Counts one request for `key` at `now`. */
+  hit(key: string, now: number): { limit: number; remaining: number; resetS: number; exceeded: boolean } {
+    let w = this.windows.get(key);
+    if (w) this.windows.delete(key);
+    if (!w || w.endsAt <= now) w = { count: 0, endsAt: now + this.windowMs };
+    w.count++;
+    this.windows.set(key, w);
+    if (this.windows.size > this.buckets) this.windows.delete(this.windows.keys().next().value as string);
+    return {
+      limit: this.max,
+      remaining: Math.max(0, this.max - w.count),
+      resetS: Math.ceil((w.endsAt - now) / 1000),
+      exceeded: w.count > this.max,
+    };
+  }
+}
 
 /** The public routes limited by client address, by the route they matched. */
 function publicKind(url: string | undefined): Kind | null {
@@ -80,9 +123,9 @@ export function installRateLimits(
       // Created on first use: the plugin's decorator exists once the plugin has loaded.
       c = app.createRateLimit({
         max: limit,
-        timeWindow: WINDOW_MS,
+        timeWindow: RATE_LIMIT_WINDOW_MS,
         keyGenerator: keyOf[kind],
-        cache: BUCKETS,
+        cache: RATE_LIMIT_BUCKETS,
       } as Parameters<FastifyInstance["createRateLimit"]>[0]);
       checks.set(kind, c);
     }
@@ -92,12 +135,7 @@ export function installRateLimits(
     reply.header("x-ratelimit-remaining", String(r.remaining));
     reply.header("x-ratelimit-reset", String(r.ttlInSeconds));
     if (!r.isExceeded) return;
-    const wait = Math.max(1, r.ttlInSeconds);
-    throw new LonghaulError(
-      "RATE_LIMITED",
-      `Too many ${what[kind]}: the limit is ${r.max} a minute; retry in ${wait} s.`,
-      { details: { retry_after_s: wait } },
-    );
+    throw rateLimited(kind, r.max, r.ttlInSeconds);
   };
 
   app.addHook("onRequest", async (req, reply) => {

@@ -26,6 +26,7 @@ import { type DashboardOptions, dashboardRoutes } from "./dashboard-routes.ts";
 import { frameworkErrors, installErrorHandling, schemaErrorFormatter } from "./error-handler.ts";
 import { EventStreams, type EventStreamsOptions } from "./event-streams.ts";
 import { eventsRoutes } from "./events-routes.ts";
+import { hookIngress } from "./hook-ingress.ts";
 import { hooksRoutes } from "./hooks-routes.ts";
 import { REDACTED, redactPaths, safeSerializers } from "./log-redaction.ts";
 import { metricsAuth } from "./metrics-auth.ts";
@@ -79,13 +80,29 @@ const validators = (() => validatorCompiler) as unknown as NonNullable<
 /** The HTTP API (ARCHITECTURE §7). Slow clients are cut off by header and request timeouts. */
 export function buildServer(d: ServerDeps): FastifyInstance {
   const t = { headersMs: 10_000, requestMs: 30_000, ...d.timeouts };
+  const limits = d.limits ?? DEFAULT_LIMITS;
+  const log = d.log.child(
+    {},
+    { serializers: safeSerializers, redact: { paths: redactPaths, censor: REDACTED } },
+  );
+  let closing = false;
+  // Webhooks are answered ahead of the router (./hook-ingress.ts); every other request goes to it.
+  const ingress =
+    d.routes === "health"
+      ? null
+      : hookIngress({
+          store: d.store,
+          sources: d.sources,
+          clock: d.clock,
+          log,
+          metrics: d.metrics,
+          perMinute: limits.hooks_per_min,
+          closing: () => closing,
+        });
   const app = Fastify({
     // Request, response and error lines carry no capability token and no key, whatever logger
     // the deployment was given.
-    loggerInstance: d.log.child(
-      {},
-      { serializers: safeSerializers, redact: { paths: redactPaths, censor: REDACTED } },
-    ) as FastifyBaseLogger,
+    loggerInstance: log as FastifyBaseLogger,
     bodyLimit: 1024 * 1024,
     // Slow clients (slowloris) are cut off: all headers within headersMs, the whole request
     // within requestMs, checked often enough that the limits mean what they say.
@@ -96,7 +113,7 @@ export function buildServer(d: ServerDeps): FastifyInstance {
           requestTimeout: t.requestMs,
           connectionsCheckingInterval: Math.max(50, Math.min(1000, t.headersMs / 4)),
         },
-        handler,
+        ingress ? (req, res) => ingress(req, res) || handler(req, res) : handler,
       ),
     // Capability tokens travel in the path.
     routerOptions: { maxParamLength: 2100 },
@@ -141,7 +158,6 @@ export function buildServer(d: ServerDeps): FastifyInstance {
     if (read.ok) done(null, read.value);
     else done(read.error);
   });
-  const limits = d.limits ?? DEFAULT_LIMITS;
   const rateLimits = installRateLimits(app, limits, (name) => d.sources.has(name));
   const streams = new EventStreams(d.store, d.log, {
     maxPerTenant: limits.sse_streams_per_tenant,
@@ -149,7 +165,10 @@ export function buildServer(d: ServerDeps): FastifyInstance {
   });
   app.decorate("eventStreams", streams);
   // Open SSE streams would hold the server open; clients resume elsewhere with Last-Event-ID.
-  app.addHook("preClose", async () => streams.close());
+  app.addHook("preClose", async () => {
+    closing = true;
+    await streams.close();
+  });
 
   // No identifier holds a NUL, and PostgreSQL text cannot even be queried with one.
   app.addHook("onRequest", async (req) => {
