@@ -21,19 +21,24 @@ function engineDeps(store: object): EngineDeps {
   return { store: { ...quiet, ...store }, clock: systemClock, log: quietLog() } as unknown as EngineDeps;
 }
 
-/**
- * A queue of `n` advance items for tasks that no longer exist: the handler loads nothing
- * (after `handlerMs`) and completes its item. It records each claim with what the worker
- * held then, and how many handlers ran at once.
- */
-function fakeQueue(n: number, handlerMs: number) {
-  const items: WorkItem[] = Array.from({ length: n }, (_, i) => ({
+/** `n` advance items for tasks that no longer exist. */
+function advanceItems(n: number): WorkItem[] {
+  return Array.from({ length: n }, (_, i) => ({
     id: `w${i}`,
     kind: "advance",
     tenantId: null,
     payload: { taskId: `t${i}` },
     attempts: 1,
   })) as unknown as WorkItem[];
+}
+
+/**
+ * A queue of `n` advance items for tasks that no longer exist: the handler loads nothing
+ * (after `handlerMs`) and completes its item. It records each claim with what the worker
+ * held then, and how many handlers ran at once.
+ */
+function fakeQueue(n: number, handlerMs: number) {
+  const items = advanceItems(n);
   let next = 0;
   const s = {
     claims: [] as { limit: number; inHand: number; running: number }[],
@@ -118,13 +123,7 @@ test("stop runs the items claimed ahead: none is left leased", async () => {
 test("drain(): a slow item holds only its own slot; the others keep claiming and running", async () => {
   // Four items, two slots; the first item's handler waits until the last one has completed
   // (or 5 s, so that a drain that waits for whole batches ends, and fails below).
-  const items = Array.from({ length: 4 }, (_, i) => ({
-    id: `w${i}`,
-    kind: "advance",
-    tenantId: null,
-    payload: { taskId: `t${i}` },
-    attempts: 1,
-  })) as unknown as WorkItem[];
+  const items = advanceItems(4);
   let next = 0;
   const completed: string[] = [];
   let lastDone: () => void = () => {};

@@ -6,7 +6,7 @@ import type { Metrics } from "../metrics/metrics.ts";
 import type { InboxStore } from "../store/store.ts";
 import { recordWebhook } from "../usecases/record-webhook.ts";
 import { errorResponse } from "./error-handler.ts";
-import { logDelivery, tooLarge } from "./hooks-routes.ts";
+import { noteDelivery, tooLarge } from "./hooks-routes.ts";
 import { FixedWindows, RATE_LIMIT_BUCKETS, RATE_LIMIT_WINDOW_MS, rateLimited } from "./rate-limits.ts";
 
 export interface HookIngressDeps {
@@ -95,8 +95,7 @@ export function hookIngress(d: HookIngressDeps): (req: IncomingMessage, res: Ser
         { source: name, headers: req.headers, body },
       ).then(
         (r) => {
-          logDelivery(d.log, r);
-          d.metrics?.webhooks.inc({ source: source.name, result: r.duplicate ? "duplicate" : "accepted" });
+          noteDelivery(d.log, d.metrics, r);
           send(res, 200, r.duplicate ? DUPLICATE : RECEIVED);
         },
         (err: unknown) => fail(res, err),

@@ -58,16 +58,22 @@ export function hooksRoutes(
           body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
         },
       );
-      const source = r.source;
-      logDelivery(req.log, r);
-      metrics?.webhooks.inc({ source: source.name, result: r.duplicate ? "duplicate" : "accepted" });
+      noteDelivery(req.log, metrics, r);
       return reply.status(200).send({ received: true, duplicate: r.duplicate });
     });
   });
 }
 
-/** The sender's delivery id, where its scheme signs one: the inbox dedupes on the event id. */
-export function logDelivery(log: Pick<FastifyBaseLogger, "info">, r: RecordWebhookResult): void {
+/**
+ * A recorded delivery, counted (accepted or duplicate) and, where its scheme signs a delivery
+ * id, logged with it: the inbox dedupes on the event id.
+ */
+export function noteDelivery(
+  log: Pick<FastifyBaseLogger, "info">,
+  metrics: Metrics | undefined,
+  r: RecordWebhookResult,
+): void {
+  metrics?.webhooks.inc({ source: r.source.name, result: r.duplicate ? "duplicate" : "accepted" });
   if (!r.deliveryId) return;
   log.info(
     { source: r.source.name, eventId: r.eventId, deliveryId: r.deliveryId, duplicate: r.duplicate },
