@@ -373,6 +373,51 @@ test("writes of one tick share one transaction, and a failing one is rolled back
   await store.close();
 });
 
+test("a write that throws after writing is rolled back alone, and the batch's others run once more in their savepoints", async () => {
+  const db = new Database(":memory:");
+  db.exec("CREATE TABLE t (k TEXT PRIMARY KEY)");
+  const writer = new GroupCommit(db);
+  const put = (k: string) => db.prepare("INSERT INTO t (k) VALUES (?)").run(k);
+  const runs: string[] = [];
+  const durable: string[] = [];
+  const [a, b, c] = await Promise.allSettled([
+    writer.run(() => {
+      runs.push("a");
+      put("a");
+      writer.whenDurable(() => durable.push("a"));
+      return "a";
+    }),
+    writer.run(() => {
+      runs.push("b");
+      put("b");
+      throw new Error("b fails after its insert");
+    }),
+    writer.run(() => {
+      runs.push("c");
+      put("c");
+      writer.whenDurable(() => durable.push("c"));
+      return "c";
+    }),
+  ]);
+  assert.deepEqual([a.status, b.status, c.status], ["fulfilled", "rejected", "fulfilled"]);
+  assert.equal((a as PromiseFulfilledResult<string>).value, "a");
+  // The first run, without savepoints, stops at b; the second runs all three.
+  assert.deepEqual(runs, ["a", "b", "a", "b", "c"]);
+  assert.equal(writer.rerun, 1);
+  assert.equal(writer.commits, 1);
+  assert.deepEqual(
+    (db.prepare("SELECT k FROM t ORDER BY k").all() as { k: string }[]).map((r) => r.k),
+    ["a", "c"],
+  );
+  assert.deepEqual(durable, ["a", "c"], "each durable callback of the run that committed, once");
+
+  // A batch in which nothing throws runs once.
+  await Promise.all([writer.run(() => put("d")), writer.run(() => put("e"))]);
+  assert.equal(writer.rerun, 1);
+  assert.equal(writer.commits, 2);
+  db.close();
+});
+
 test("a database with a newer schema is refused", async () => {
   const path = join(tmp.dir, "newer.db");
   const store = new SqliteStore({ path });

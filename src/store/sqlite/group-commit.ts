@@ -20,12 +20,18 @@ export interface RunOptions {
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
+/** A batch's first run, without savepoints, met an operation that threw. */
+const RUN_AGAIN = Symbol("run again");
+
 /**
  * Group commit: every write submitted in one tick runs in one SQLite transaction, so many
  * concurrent requests share one fsync of the WAL (made by SQLite at COMMIT with
- * `synchronous=FULL`, or by this class after COMMIT, pipelined with the next batch). Each
- * operation runs in its own savepoint, so one that throws is rolled back alone and rejects
- * alone; the others commit. Promises resolve only once the data is durable: after COMMIT,
+ * `synchronous=FULL`, or by this class after COMMIT, pipelined with the next batch). An
+ * operation that throws is rolled back alone and rejects alone; the others commit. A batch
+ * first runs without savepoints (two statements per operation saved); if an operation throws,
+ * the transaction is rolled back and the batch runs again with a savepoint around each
+ * operation, which is what rolls the failing one back alone. Operations are therefore written
+ * to be run again: they act only through their Tx (and `whenDurable`, reset for the re-run). Promises resolve only once the data is durable: after COMMIT,
  * and after the WAL's sync when this class makes it (ARCHITECTURE §3.1).
  *
  * Operations are async functions (they are shared with PostgreSQL), awaited one after
@@ -44,6 +50,8 @@ export class GroupCommit {
   private flushing: Promise<void> | null = null;
   /** Transactions committed so far; lets tests see that a burst shared one. */
   commits = 0;
+  /** Batches run a second time, with savepoints, because an operation threw in the first run. */
+  rerun = 0;
   private readonly s: Record<
     "begin" | "commit" | "rollback" | "savepoint" | "release" | "rollbackTo",
     Statement
@@ -146,7 +154,8 @@ export class GroupCommit {
       const batch = this.queue.splice(0, this.maxBatch);
       let results: Outcome[];
       try {
-        results = await this.runBatch(batch);
+        const first = await this.runBatch(batch, false);
+        results = first === RUN_AGAIN ? await this.runAgain(batch) : first;
         this.s.commit.run();
         this.commits++;
       } catch (error) {
@@ -237,22 +246,38 @@ export class GroupCommit {
     }
   }
 
-  /** Runs each operation in its savepoint; throws when the whole transaction is lost. */
-  private async runBatch(batch: Pending[]): Promise<Outcome[]> {
+  /**
+   * An operation threw in the batch's first run, with the others' writes in the same
+   * transaction: all are rolled back, and the batch runs again, each operation in its savepoint.
+   */
+  private async runAgain(batch: Pending[]): Promise<Outcome[]> {
+    this.rollback();
+    this.rerun++;
+    for (const p of batch) p.durable = [];
+    return (await this.runBatch(batch, true)) as Outcome[];
+  }
+
+  /**
+   * Runs the batch's operations in one transaction; throws when the whole transaction is lost.
+   * Without `savepoints`, the first operation that throws ends the run: RUN_AGAIN. With them,
+   * each runs in its savepoint and one that throws is rolled back alone.
+   */
+  private async runBatch(batch: Pending[], savepoints: boolean): Promise<Outcome[] | typeof RUN_AGAIN> {
     this.s.begin.run();
     const results: Outcome[] = [];
     for (const p of batch) {
-      this.s.savepoint.run();
+      if (savepoints) this.s.savepoint.run();
       this.running = p;
       try {
         const value = await p.op();
-        this.s.release.run();
+        if (savepoints) this.s.release.run();
         results.push({ ok: true, value });
       } catch (error) {
         p.durable = [];
         // A full disk can fail a statement that spills pages, and SQLite may then have rolled
         // back the whole transaction: the rest of the batch must not run outside of it.
         if (isStorageFull(error) || !this.db.inTransaction) throw error;
+        if (!savepoints) return RUN_AGAIN;
         this.s.rollbackTo.run();
         this.s.release.run();
         results.push({ ok: false, error });

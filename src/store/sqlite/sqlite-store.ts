@@ -208,9 +208,12 @@ export class SqliteStore extends SqlStore {
    * any write made under it syncs the claim first.
    */
   claim(owner: string, limit: number, leaseMs: number) {
+    // Read on the first run: a batch run again (GroupCommit) starts from the same lane.
+    let after: { lane: string | null } | undefined;
     return this.write(
       async (tx) => {
-        const items = claim(this.sql, tx.clock.now(), owner, limit, leaseMs, this.lastLane);
+        after ??= { lane: this.lastLane };
+        const items = claim(this.sql, tx.clock.now(), owner, limit, leaseMs, after.lane);
         const last = items.at(-1);
         if (last) this.lastLane = laneOf(last);
         return items;
