@@ -185,6 +185,36 @@ describe("webhook ingress over HTTP, on the whole stack", () => {
       await logged.close();
     }
   });
+  test("a store failure is a 500 INTERNAL, logged with its error, ahead of the router and through it", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        for (const line of String(chunk).split("\n").filter(Boolean)) lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    const failing = await startStack({ logger: pino({ level: "info" }, sink) });
+    try {
+      failing.store.recordEvent = async () => {
+        throw new Error("the disk caught fire");
+      };
+      for (const path of ["/hooks/sim", "/hooks/%73im"]) {
+        const b = body(`evt_500${path.length}`);
+        const r = await post(`${failing.url}${path}`, signed(`evt_500${path.length}`, b), b);
+        assert.equal(r.status, 500, path);
+        assert.equal(r.body.error.code, "INTERNAL", path);
+        assert.equal(JSON.stringify(r.body).includes("caught fire"), false, "the cause stays in the log");
+      }
+      const errors = lines.filter((l) => l.level === 50);
+      assert.equal(errors.length, 2, JSON.stringify(lines.map((l) => l.msg)));
+      for (const e of errors) {
+        assert.equal(e.msg, "unexpected error");
+        assert.equal((e.err as { message: string }).message, "the disk caught fire");
+      }
+    } finally {
+      await failing.close();
+    }
+  });
 });
 
 describe("webhook ingress over HTTP, every scheme", () => {
