@@ -9,6 +9,7 @@ import {
   deliveryMoves,
 } from "../src/core/delivery.ts";
 import { LonghaulError } from "../src/core/errors.ts";
+import { ulidGenerator } from "../src/core/ids.ts";
 import {
   canMoveJob,
   isTerminalJob,
@@ -290,5 +291,32 @@ describe("work item", () => {
     assert.equal(canMoveWorkItem("pending", "dead"), false, "only a leased item is dead-lettered");
     assert.equal(canMoveWorkItem("dead", "pending"), false);
     assert.equal(canMoveWorkItem("dead", "leased"), false);
+  });
+});
+
+describe("ids", () => {
+  test("ULIDs sort by time, then by order within a millisecond, and never repeat", () => {
+    let t = Date.UTC(2026, 0, 1);
+    const clock = { now: () => t };
+    const ids = ulidGenerator(clock);
+    const made: string[] = [];
+    // 300 milliseconds of 10 ids each draw more random bytes than one refill of the pool holds.
+    for (let ms = 0; ms < 300; ms++, t++) for (let i = 0; i < 10; i++) made.push(ids.next("evt"));
+    assert.equal(new Set(made).size, made.length);
+    assert.deepEqual([...made].sort(), made, "creation order is sort order");
+    for (const id of made) assert.match(id, /^evt_[0-9A-HJKMNP-TV-Z]{26}$/);
+    // The time part is the millisecond, in Crockford base 32.
+    assert.equal(made[0]!.slice(4, 14), "01KDVDNA00");
+    // A second generator draws other random digits for the same millisecond.
+    t = Date.UTC(2026, 0, 1);
+    assert.notEqual(ulidGenerator(clock).next("evt").slice(14), made[0]!.slice(14));
+  });
+
+  test("the random part counts up within a millisecond, carrying over its digits", () => {
+    const ids = ulidGenerator({ now: () => 0 }, (n) => new Uint8Array(n).fill(31));
+    ids.next("x");
+    // All sixteen digits were Z: the next id wraps them to 0 (the time part is 0 too).
+    assert.equal(ids.next("x"), `x_${"0".repeat(26)}`);
+    assert.equal(ids.next("x"), `x_${"0".repeat(25)}1`);
   });
 });

@@ -18,7 +18,9 @@ export function ulidGenerator(
   random: (n: number) => Uint8Array = randomBytes,
 ): IdGenerator {
   let lastTime = -1;
-  let lastRandom: number[] = [];
+  /** The time part of the ids of `lastTime`, and their random part (16 base-32 digits). */
+  let time = "";
+  const lastRandom: number[] = new Array(16).fill(0);
   return {
     next(prefix: string): string {
       const t = clock.now();
@@ -26,15 +28,18 @@ export function ulidGenerator(
         increment(lastRandom);
       } else {
         lastTime = t;
-        lastRandom = Array.from(random(16), (b) => b & 31);
+        const bytes = random(16);
+        for (let i = 0; i < 16; i++) lastRandom[i] = bytes[i]! & 31;
+        time = "";
+        let v = t;
+        for (let i = 0; i < 10; i++) {
+          time = ALPHABET[v % 32] + time;
+          v = Math.floor(v / 32);
+        }
       }
-      let time = "";
-      let v = t;
-      for (let i = 0; i < 10; i++) {
-        time = ALPHABET[v % 32] + time;
-        v = Math.floor(v / 32);
-      }
-      return `${prefix}_${time}${lastRandom.map((d) => ALPHABET[d]).join("")}`;
+      let rand = "";
+      for (let i = 0; i < 16; i++) rand += ALPHABET[lastRandom[i]!];
+      return `${prefix}_${time}${rand}`;
     },
   };
 }
@@ -50,6 +55,14 @@ function increment(digits: number[]): void {
   }
 }
 
+/** Random bytes drawn from a pool refilled 4 KiB at a time: one CSPRNG call per 256 ids. */
+const pool = new Uint8Array(4096);
+let used = pool.length;
 function randomBytes(n: number): Uint8Array {
-  return crypto.getRandomValues(new Uint8Array(n));
+  if (used + n > pool.length) {
+    crypto.getRandomValues(pool);
+    used = 0;
+  }
+  used += n;
+  return pool.subarray(used - n, used);
 }
