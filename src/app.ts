@@ -395,17 +395,32 @@ async function resolveDefaultTenant(store: Store, configured: string | undefined
 }
 
 /**
+ * JSON.stringify's replacer for embedded calls: NaN and ±Infinity would be stored as `null`, so
+ * they are refused, as a body's number beyond a double's range is (VALIDATION_FAILED).
+ */
+function finiteOnly(_key: string, v: unknown): unknown {
+  if (typeof v === "number" && !Number.isFinite(v)) {
+    throw new LonghaulError(
+      "VALIDATION_FAILED",
+      `The request holds ${v}, which JSON cannot carry (it would be stored as null); send it as a string.`,
+    );
+  }
+  return v;
+}
+
+/**
  * The HTTP route's own checks, for embedded calls: the request goes through JSON as a body
- * would (the same depth cap and refused keys, and what is stored is what JSON keeps), then its
- * TypeBox schema, with the same messages.
+ * would (the same depth cap and refused keys, and what is stored is what JSON keeps; a number
+ * JSON cannot carry is refused), then its TypeBox schema, with the same messages.
  */
 function bodyCheck<S extends TSchema>(schema: S, url: string): (value: unknown) => Promise<Static<S>> {
   const check = validatorCompiler({ schema, httpPart: "body", method: "POST", url });
   return async (value) => {
     let text: string | undefined;
     try {
-      text = JSON.stringify(value);
+      text = JSON.stringify(value, finiteOnly);
     } catch (err) {
+      if (err instanceof LonghaulError) throw err;
       throw new LonghaulError("VALIDATION_FAILED", `The request is not JSON: ${(err as Error).message}`);
     }
     const read = text === undefined ? { ok: true as const, value: undefined } : readJson(text, "The request");

@@ -130,6 +130,17 @@ describe("an embedded instance: submit, signal, cancel, drain and fetch without 
       lh.submit({ type: "double", input: cyclic }),
       (e: LonghaulError) => e.code === "VALIDATION_FAILED" && /not JSON/.test(e.message),
     );
+    for (const n of [Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, Number.NaN]) {
+      await assert.rejects(
+        lh.submit({ type: "double", input: { n: [1, n] } }),
+        (e: LonghaulError) => e.code === "VALIDATION_FAILED" && /JSON cannot carry/.test(e.message),
+        String(n),
+      );
+      await assert.rejects(
+        lh.signal({ name: "finite", data: n }),
+        (e: LonghaulError) => e.code === "VALIDATION_FAILED" && /JSON cannot carry/.test(e.message),
+      );
+    }
     await assert.rejects(
       lh.submit("tn_missing", { type: "double", input: { n: 1 } }),
       (e: LonghaulError) => e.code === "TENANT_NOT_FOUND",
