@@ -10,6 +10,18 @@ import { SIM_SECRET, type Stack, startStack } from "./stack.ts";
 
 const nowS = () => Math.floor(Date.now() / 1000);
 
+/** A logger at info whose lines are kept, parsed, in `lines`. */
+function captureLog() {
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString("utf8").split("\n")) if (line) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  return { lines, logger: pino({ level: "info" }, sink) };
+}
+
 async function post(url: string, headers: Record<string, string>, body: string | Buffer) {
   const res = await fetch(url, {
     method: "POST",
@@ -161,14 +173,8 @@ describe("webhook ingress over HTTP, on the whole stack", () => {
   });
 
   test("a webhook answered ahead of the router is logged as the router logs a request", async () => {
-    const lines: Record<string, unknown>[] = [];
-    const sink = new Writable({
-      write(chunk, _enc, done) {
-        for (const line of String(chunk).split("\n").filter(Boolean)) lines.push(JSON.parse(line));
-        done();
-      },
-    });
-    const logged = await startStack({ logger: pino({ level: "info" }, sink) });
+    const { lines, logger } = captureLog();
+    const logged = await startStack({ logger });
     try {
       const b = body("evt_logged");
       const r = await post(`${logged.url}/hooks/sim`, signed("evt_logged", b), b);
@@ -186,14 +192,8 @@ describe("webhook ingress over HTTP, on the whole stack", () => {
     }
   });
   test("a store failure is a 500 INTERNAL, logged with its error, ahead of the router and through it", async () => {
-    const lines: Record<string, unknown>[] = [];
-    const sink = new Writable({
-      write(chunk, _enc, done) {
-        for (const line of String(chunk).split("\n").filter(Boolean)) lines.push(JSON.parse(line));
-        done();
-      },
-    });
-    const failing = await startStack({ logger: pino({ level: "info" }, sink) });
+    const { lines, logger } = captureLog();
+    const failing = await startStack({ logger });
     try {
       failing.store.recordEvent = async () => {
         throw new Error("the disk caught fire");
@@ -220,16 +220,10 @@ describe("webhook ingress over HTTP, on the whole stack", () => {
 describe("webhook ingress over HTTP, every scheme", () => {
   let stack: IngressStack;
   /** What the server logged, one parsed JSON line each. */
-  const logged: Record<string, unknown>[] = [];
+  const { lines: logged, logger } = captureLog();
   before(async () => {
-    const sink = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        for (const line of chunk.toString("utf8").split("\n")) if (line) logged.push(JSON.parse(line));
-        done();
-      },
-    });
     stack = await startIngressStack({
-      logger: pino({ level: "info" }, sink),
+      logger,
       tinyLimit: 1024,
       extra: {
         "jwt-down": {
