@@ -12,7 +12,9 @@
 // last line of stdout is JSON: req/s, p50 and p99 latency in ms, the 2xx and non-2xx counts,
 // connection errors and timeouts, and the warm-up's counts. --ids-out writes the webhook-id of
 // every request answered 2xx (warm-up included), one a line, so that the bench can check each
-// against the store.
+// against the store. --series adds the measured run's 2xx answers counted per 100 ms of the
+// wall clock (`series`: the first window's start in epoch ms and the counts), so that the bench
+// can keep the part of a window during which something else was going on.
 //
 // autocannon is a devDependency; BENCH_AUTOCANNON may name another folder to load it from.
 import { createHmac } from "node:crypto";
@@ -32,6 +34,7 @@ const { values } = parseArgs({
     sign: { type: "boolean", default: false },
     "ids-out": { type: "string" },
     "id-prefix": { type: "string", default: `msg_${process.pid}` },
+    series: { type: "boolean", default: false },
   },
 });
 if (!values.url) throw new Error("--url is required");
@@ -73,8 +76,23 @@ function setupRequest(req, context) {
   };
 }
 
+const SERIES_MS = 100;
+/** 2xx answers of the measured run per SERIES_MS window, from `seriesStart` on (`--series`). */
+const series = [];
+let seriesStart = null;
+let measuring = false;
+function count(status) {
+  if (!measuring || status < 200 || status >= 300) return;
+  const now = Date.now();
+  seriesStart ??= now - (now % SERIES_MS);
+  const i = Math.floor((now - seriesStart) / SERIES_MS);
+  while (series.length <= i) series.push(0);
+  series[i]++;
+}
+
 function onResponse(status, _body, context) {
   if (status >= 200 && status < 300) okIds.push(context.id);
+  if (values.series) count(status);
 }
 
 function run(seconds) {
@@ -83,7 +101,11 @@ function run(seconds) {
     connections: Number(values.connections),
     pipelining: 1,
     duration: seconds,
-    requests: [values.sign ? { path: target.pathname, setupRequest, onResponse } : { path: target.pathname }],
+    requests: [
+      values.sign
+        ? { path: target.pathname, setupRequest, onResponse }
+        : { path: target.pathname, ...(values.series ? { onResponse: (status) => count(status) } : {}) },
+    ],
   });
 }
 
@@ -95,6 +117,7 @@ const summary = (r) => {
 };
 
 const warm = Number(values.warmup) > 0 ? summary(await run(Number(values.warmup))) : null;
+measuring = true;
 const r = await run(Number(values.seconds));
 const answered = Object.values(r.statusCodeStats ?? {}).reduce((s, v) => s + Number(v.count), 0);
 if (values["ids-out"]) writeFileSync(values["ids-out"], okIds.join("\n"));
@@ -110,5 +133,6 @@ console.log(
     ...summary(r),
     warmup: warm,
     ok_ids: values.sign ? okIds.length : undefined,
+    series: values.series ? { start: seriesStart, ms: SERIES_MS, counts: series } : undefined,
   }),
 );
