@@ -415,6 +415,22 @@ test("a write that throws after writing is rolled back alone, and the batch's ot
   await Promise.all([writer.run(() => put("d")), writer.run(() => put("e"))]);
   assert.equal(writer.rerun, 1);
   assert.equal(writer.commits, 2);
+
+  // A batch whose only operation throws runs once, and nothing of it is kept.
+  let lone = 0;
+  await assert.rejects(
+    writer.run(() => {
+      lone++;
+      put("f");
+      throw new Error("f fails alone");
+    }),
+    /f fails alone/,
+  );
+  assert.equal(lone, 1);
+  assert.equal(writer.rerun, 1);
+  assert.equal((db.prepare("SELECT count(*) AS n FROM t WHERE k = 'f'").get() as { n: number }).n, 0);
+  await writer.run(() => put("g"));
+  assert.equal(writer.commits, 3);
   db.close();
 });
 

@@ -20,19 +20,17 @@ export interface RunOptions {
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
-/** A batch's first run, without savepoints, met an operation that threw. */
-const RUN_AGAIN = Symbol("run again");
-
 /**
  * Group commit: every write submitted in one tick runs in one SQLite transaction, so many
  * concurrent requests share one fsync of the WAL (made by SQLite at COMMIT with
  * `synchronous=FULL`, or by this class after COMMIT, pipelined with the next batch). An
  * operation that throws is rolled back alone and rejects alone; the others commit. A batch
  * first runs without savepoints (two statements per operation saved); if an operation throws,
- * the transaction is rolled back and the batch runs again with a savepoint around each
- * operation, which is what rolls the failing one back alone. Operations are therefore written
- * to be run again: they act only through their Tx (and `whenDurable`, reset for the re-run). Promises resolve only once the data is durable: after COMMIT,
- * and after the WAL's sync when this class makes it (ARCHITECTURE §3.1).
+ * the transaction is rolled back and, unless that operation was the batch's only one, the
+ * batch runs again with a savepoint around each operation, which is what rolls the failing one
+ * back alone. Operations are therefore written to be run again: they act only through their Tx
+ * (and `whenDurable`, reset for the re-run). Promises resolve only once the data is durable:
+ * after COMMIT, and after the WAL's sync when this class makes it (ARCHITECTURE §3.1).
  *
  * Operations are async functions (they are shared with PostgreSQL), awaited one after
  * another: BEGIN IMMEDIATE, then SAVEPOINT, the operation, RELEASE or ROLLBACK TO for each,
@@ -155,7 +153,13 @@ export class GroupCommit {
       let results: Outcome[];
       try {
         const first = await this.runBatch(batch, false);
-        results = first === RUN_AGAIN ? await this.runAgain(batch) : first;
+        if (!Array.isArray(first) && batch.length === 1) {
+          // The batch's only operation threw: nothing of it may commit, and nothing else ran.
+          this.rollback();
+          batch[0]!.reject(storageError(first.threw));
+          continue;
+        }
+        results = Array.isArray(first) ? first : await this.runAgain(batch);
         this.s.commit.run();
         this.commits++;
       } catch (error) {
@@ -259,10 +263,10 @@ export class GroupCommit {
 
   /**
    * Runs the batch's operations in one transaction; throws when the whole transaction is lost.
-   * Without `savepoints`, the first operation that throws ends the run: RUN_AGAIN. With them,
-   * each runs in its savepoint and one that throws is rolled back alone.
+   * Without `savepoints`, the first operation that throws ends the run, with what it threw.
+   * With them, each runs in its savepoint and one that throws is rolled back alone.
    */
-  private async runBatch(batch: Pending[], savepoints: boolean): Promise<Outcome[] | typeof RUN_AGAIN> {
+  private async runBatch(batch: Pending[], savepoints: boolean): Promise<Outcome[] | { threw: unknown }> {
     this.s.begin.run();
     const results: Outcome[] = [];
     for (const p of batch) {
@@ -277,7 +281,7 @@ export class GroupCommit {
         // A full disk can fail a statement that spills pages, and SQLite may then have rolled
         // back the whole transaction: the rest of the batch must not run outside of it.
         if (isStorageFull(error) || !this.db.inTransaction) throw error;
-        if (!savepoints) return RUN_AGAIN;
+        if (!savepoints) return { threw: error };
         this.s.rollbackTo.run();
         this.s.release.run();
         results.push({ ok: false, error });
