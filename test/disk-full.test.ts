@@ -49,7 +49,10 @@ function tmpfsDisk(): Disk | null {
   return {
     dir,
     how: "tmpfs",
-    fill() {
+    fill(db) {
+      // An empty WAL first: SQLite reuses a WAL's space from its start after a checkpoint, so a
+      // small commit (a claim) could otherwise land in space the file already holds.
+      db.pragma("wal_checkpoint(TRUNCATE)");
       const fd = openSync(filler, "w");
       try {
         // Big blocks first, then single bytes, until not one more byte fits.
@@ -145,8 +148,9 @@ const postJson = (url: string, body: unknown) =>
   fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
 
 /** A task whose timer falls due while the disk is full, so the worker has work it cannot claim. */
+// Long enough that its timer falls due while the disk is full, even on a slow machine.
 const nap = defineTask("test.nap", async (_input, step) => {
-  await step.sleep("nap", "300ms");
+  await step.sleep("nap", "1s");
   return "rested";
 });
 
