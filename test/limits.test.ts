@@ -148,6 +148,8 @@ describe("rate limits on the public routes, per client address", () => {
       assert.equal(r.status, 401, "unsigned deliveries count too");
     }
     assertLimited(await request(stack.url, "/hooks/sim", { method: "POST", headers: json, body: "{}" }));
+    // The router's route (a `%` in the name) counts against the same limit as the path ahead of it.
+    assertLimited(await request(stack.url, "/hooks/%73im", { method: "POST", headers: json, body: "{}" }));
     // Another source from the same address has its own count.
     const unknown = await request(stack.url, "/hooks/elsewhere", {
       method: "POST",

@@ -7,7 +7,7 @@ import type { InboxStore } from "../store/store.ts";
 import { recordWebhook } from "../usecases/record-webhook.ts";
 import { errorResponse } from "./error-handler.ts";
 import { noteDelivery, tooLarge } from "./hooks-routes.ts";
-import { FixedWindows, RATE_LIMIT_BUCKETS, RATE_LIMIT_WINDOW_MS, rateLimited } from "./rate-limits.ts";
+import { countHook, type FixedWindows } from "./rate-limits.ts";
 
 export interface HookIngressDeps {
   store: InboxStore;
@@ -15,8 +15,8 @@ export interface HookIngressDeps {
   clock: Clock;
   log: Logger;
   metrics?: Metrics | undefined;
-  /** `limits.hooks_per_min`; 0 turns the limit off. */
-  perMinute: number;
+  /** The webhooks' rate limit, shared with the router's route (`hookWindows`); null: none. */
+  windows: FixedWindows | null;
   /** True once the server is closing: requests are then left to the router, which answers 503. */
   closing: () => boolean;
 }
@@ -37,8 +37,6 @@ const DUPLICATE = '{"received":true,"duplicate":true}';
  * answers the same way and documents the endpoint.
  */
 export function hookIngress(d: HookIngressDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
-  const windows =
-    d.perMinute > 0 ? new FixedWindows(d.perMinute, RATE_LIMIT_WINDOW_MS, RATE_LIMIT_BUCKETS) : null;
   const fail = (res: ServerResponse, err: unknown) => {
     const r = errorResponse(err);
     if (r.logAs) d.log.error({ err }, r.logAs);
@@ -56,13 +54,11 @@ export function hookIngress(d: HookIngressDeps): (req: IncomingMessage, res: Ser
     if (!source || d.closing()) return false;
     if (d.log.isLevelEnabled("info")) logCompletion(d.log, req, res);
 
-    if (windows) {
-      const w = windows.hit(`${name}\u0000${req.socket.remoteAddress ?? ""}`, Date.now());
-      res.setHeader("x-ratelimit-limit", String(w.limit));
-      res.setHeader("x-ratelimit-remaining", String(w.remaining));
-      res.setHeader("x-ratelimit-reset", String(w.resetS));
-      if (w.exceeded) {
-        fail(res, rateLimited("hooks", w.limit, w.resetS));
+    if (d.windows) {
+      const key = `${name}\u0000${req.socket.remoteAddress ?? ""}`;
+      const limited = countHook(d.windows, key, (header, value) => res.setHeader(header, value));
+      if (limited) {
+        fail(res, limited);
         return true;
       }
     }

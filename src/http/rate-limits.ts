@@ -7,9 +7,9 @@ type Kind = "api" | "unauthenticated" | "hooks" | "callbacks" | "approvals";
 type Check = ReturnType<FastifyInstance["createRateLimit"]>;
 type AuthHook = (req: FastifyRequest, reply: FastifyReply) => Promise<void>;
 
-export const RATE_LIMIT_WINDOW_MS = 60_000;
+const RATE_LIMIT_WINDOW_MS = 60_000;
 /** Buckets kept per limiter; the least recently used is forgotten past this. */
-export const RATE_LIMIT_BUCKETS = 10_000;
+const RATE_LIMIT_BUCKETS = 10_000;
 
 const what: Record<Kind, string> = {
   api: "API requests for this tenant",
@@ -32,9 +32,10 @@ export function rateLimited(kind: Kind, max: number, resetS: number): LonghaulEr
 }
 
 /**
- * The same fixed windows, counted here: for the webhook path answered ahead of the router
- * (./hook-ingress.ts). At most `buckets` keys are kept, the least recently counted forgotten
- * first.
+ * Fixed one-minute windows counted here, for `POST /hooks/:source`: one instance serves the
+ * path answered ahead of the router (./hook-ingress.ts) and the router's route, so both count
+ * against the same limit. At most `buckets` keys are kept, the least recently counted
+ * forgotten first.
  */
 export class FixedWindows {
   private readonly windows = new Map<string, { count: number; endsAt: number }>();
@@ -60,6 +61,28 @@ export class FixedWindows {
       exceeded: w.count > this.max,
     };
   }
+}
+
+/** The webhooks' windows for `limits.hooks_per_min`, or null when it is 0 (no limit). */
+export function hookWindows(limits: Limits): FixedWindows | null {
+  const max = limits.hooks_per_min;
+  return max > 0 ? new FixedWindows(max, RATE_LIMIT_WINDOW_MS, RATE_LIMIT_BUCKETS) : null;
+}
+
+/**
+ * Counts one webhook for `key` (its source and the client's address): sets the
+ * `x-ratelimit-*` headers, and returns the 429 to answer when it is past the limit.
+ */
+export function countHook(
+  windows: FixedWindows,
+  key: string,
+  header: (name: string, value: string) => void,
+): LonghaulError | null {
+  const w = windows.hit(key, Date.now());
+  header("x-ratelimit-limit", String(w.limit));
+  header("x-ratelimit-remaining", String(w.remaining));
+  header("x-ratelimit-reset", String(w.resetS));
+  return w.exceeded ? rateLimited("hooks", w.limit, w.resetS) : null;
 }
 
 /** The public routes limited by client address, by the route they matched. */
@@ -92,13 +115,14 @@ export function installRateLimits(
   app: FastifyInstance,
   limits: Limits,
   knownSource: (name: string) => boolean,
+  hooks: FixedWindows | null,
 ): RateLimits {
   app.register(fastifyRateLimit, { global: false });
 
-  const max: Record<Kind, number> = {
+  // Webhooks are counted by `hooks` (FixedWindows), shared with the path ahead of the router.
+  const max: Record<Exclude<Kind, "hooks">, number> = {
     api: limits.api_per_min,
     unauthenticated: limits.unauthenticated_per_min,
-    hooks: limits.hooks_per_min,
     callbacks: limits.callbacks_per_min,
     approvals: limits.approvals_per_min,
   };
@@ -113,9 +137,14 @@ export function installRateLimits(
     callbacks: (req) => req.ip,
     approvals: (req) => req.ip,
   };
-  const checks = new Map<Kind, Check>();
+  const checks = new Map<Exclude<Kind, "hooks">, Check>();
 
   const check = async (kind: Kind, req: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    if (kind === "hooks") {
+      const limited = hooks && countHook(hooks, keyOf.hooks(req), (name, value) => reply.header(name, value));
+      if (limited) throw limited;
+      return;
+    }
     const limit = max[kind];
     if (limit === 0) return;
     let c = checks.get(kind);

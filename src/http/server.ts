@@ -31,7 +31,7 @@ import { hooksRoutes } from "./hooks-routes.ts";
 import { REDACTED, redactPaths, safeSerializers } from "./log-redaction.ts";
 import { metricsAuth } from "./metrics-auth.ts";
 import { openapiDocs, operation } from "./openapi.ts";
-import { installRateLimits } from "./rate-limits.ts";
+import { hookWindows, installRateLimits } from "./rate-limits.ts";
 import { lazySerializers } from "./serializers.ts";
 import { signalsRoutes } from "./signals-routes.ts";
 import { tasksRoutes } from "./tasks-routes.ts";
@@ -86,6 +86,8 @@ export function buildServer(d: ServerDeps): FastifyInstance {
     { serializers: safeSerializers, redact: { paths: redactPaths, censor: REDACTED } },
   );
   let closing = false;
+  // One count of webhooks per source and address, whichever path answers them.
+  const hookLimit = hookWindows(limits);
   // Webhooks are answered ahead of the router (./hook-ingress.ts); every other request goes to it.
   const ingress =
     d.routes === "health"
@@ -96,7 +98,7 @@ export function buildServer(d: ServerDeps): FastifyInstance {
           clock: d.clock,
           log,
           metrics: d.metrics,
-          perMinute: limits.hooks_per_min,
+          windows: hookLimit,
           closing: () => closing,
         });
   const app = Fastify({
@@ -158,7 +160,7 @@ export function buildServer(d: ServerDeps): FastifyInstance {
     if (read.ok) done(null, read.value);
     else done(read.error);
   });
-  const rateLimits = installRateLimits(app, limits, (name) => d.sources.has(name));
+  const rateLimits = installRateLimits(app, limits, (name) => d.sources.has(name), hookLimit);
   const streams = new EventStreams(d.store, d.log, {
     maxPerTenant: limits.sse_streams_per_tenant,
     ...d.realtime,
