@@ -177,12 +177,14 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
   const log = opts.logger ?? pino(safeLoggerOptions(process.env.LONGHAUL_LOG_LEVEL ?? "info"));
   const secrets = secretBoxFrom(opts.secretKeys);
   if (opts.metrics?.listen !== undefined) parseListen(opts.metrics.listen);
+  const role = opts.role ?? "all";
   const store =
     opts.store ??
     (await openStore(
       opts.databaseUrl ?? process.env.LONGHAUL_DATABASE_URL ?? "sqlite:.longhaul/longhaul.db",
-      // The store makes its own ids unless the caller brought a generator.
-      { clock, ...(opts.ids ? { ids: opts.ids } : {}) },
+      // The store makes its own ids unless the caller brought a generator. Only a worker
+      // node, whose loop answers nothing but its probe, may sync SQLite's WAL on the loop.
+      { clock, ...(opts.ids ? { ids: opts.ids } : {}), syncInPlace: role === "worker" },
     ));
   await store.migrate();
   // Stored secrets follow the current encryption key: plain ones are sealed, ones under an
@@ -226,7 +228,6 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
 
   const outbound = outboundSettings(opts.outbound, secrets);
   const metrics = new Metrics();
-  const role = opts.role ?? "all";
   // The engine is loaded only by the roles that run it.
   const worker =
     role === "api"

@@ -8,7 +8,7 @@ import { type ApiGatewayV2Event, toLambdaHandler } from "../src/http/lambda.ts";
 import { parseBriefEvent } from "../src/providers/brief-event.ts";
 import type { Provider } from "../src/providers/provider.ts";
 import { signStandardWebhook } from "../src/webhooks/standard-webhooks.ts";
-import { quietLog, tempDir, waitFor } from "./helpers.ts";
+import { loopFreeDuringSync, quietLog, tempDir, waitFor } from "./helpers.ts";
 
 const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
@@ -392,6 +392,39 @@ describe("fetch and the Lambda adapter keep repeated headers and bodies that are
     await lh.close();
     tmp.cleanup();
   });
+});
+
+test("only a worker node syncs SQLite's WAL on its event loop; a node that answers HTTP keeps the loop free", async () => {
+  const dir = tempDir();
+  const orders: Record<string, string[][]> = {};
+  try {
+    for (const role of ["all", "api", "worker"] as const) {
+      const lh = await createLonghaul({
+        databaseUrl: `sqlite:${join(dir.dir, `${role}.db`)}`,
+        role,
+        logger: quietLog(),
+      });
+      try {
+        orders[role] = await loopFreeDuringSync(lh.store);
+      } finally {
+        await lh.close();
+      }
+    }
+  } finally {
+    dir.cleanup();
+  }
+  const free = [
+    ["loop", "write"],
+    ["loop", "write"],
+    ["loop", "write"],
+  ];
+  assert.deepEqual(orders.all, free);
+  assert.deepEqual(orders.api, free);
+  assert.deepEqual(orders.worker, [
+    ["write", "loop"],
+    ["write", "loop"],
+    ["write", "loop"],
+  ]);
 });
 
 test("a worker node answers its health probe and nothing of the API", async () => {

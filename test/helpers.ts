@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
+import type { Store } from "../src/store/store.ts";
 
 /** A fresh temporary directory, removed by the returned cleanup. */
 export function tempDir(prefix = "longhaul-test-"): { dir: string; cleanup: () => void } {
@@ -43,4 +44,24 @@ export async function freePort(): Promise<number> {
       s.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * Whether a lone write's WAL sync left the event loop free: a callback queued right after the
+ * write runs before the write is answered when the sync is on the thread pool, after it when
+ * the sync blocked the loop. Three writes, each alone.
+ */
+export async function loopFreeDuringSync(store: Store): Promise<string[][]> {
+  const orders: string[][] = [];
+  for (let i = 0; i < 3; i++) {
+    const order: string[] = [];
+    const write = store
+      .createTenant({ name: `loop-${i}`, keyHash: `loop-${i}` })
+      .then(() => order.push("write"));
+    setImmediate(() => order.push("loop"));
+    await write;
+    await new Promise((r) => setImmediate(r));
+    orders.push(order);
+  }
+  return orders;
 }

@@ -5,7 +5,7 @@ import Database from "better-sqlite3";
 import { LonghaulError } from "../src/core/errors.ts";
 import { GroupCommit } from "../src/store/sqlite/group-commit.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
-import { tempDir } from "./helpers.ts";
+import { loopFreeDuringSync, tempDir } from "./helpers.ts";
 import { storeContract } from "./store-contract.ts";
 
 const tmp = tempDir();
@@ -125,6 +125,26 @@ test("a batch of claims alone starts no WAL sync; the next write's sync covers i
   syncs[0]!.release();
   await write;
   db.close();
+});
+
+test("a SqliteStore syncs the WAL off the event loop: a lone write's sync does not hold up the loop, unless syncInPlace", async () => {
+  const shared = new SqliteStore({ path: join(tmp.dir, "loop-free.db") });
+  await shared.migrate();
+  assert.deepEqual(await loopFreeDuringSync(shared), [
+    ["loop", "write"],
+    ["loop", "write"],
+    ["loop", "write"],
+  ]);
+  await shared.close();
+  // A worker node's choice: the sync in place, the loop held for it.
+  const inPlace = new SqliteStore({ path: join(tmp.dir, "in-place.db"), syncInPlace: true });
+  await inPlace.migrate();
+  assert.deepEqual(await loopFreeDuringSync(inPlace), [
+    ["write", "loop"],
+    ["write", "loop"],
+    ["write", "loop"],
+  ]);
+  await inPlace.close();
 });
 
 test("with nothing waiting the WAL is synced in place; with writes waiting or a sync in flight, pipelined", async () => {

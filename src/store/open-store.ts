@@ -8,21 +8,22 @@ import type { Store } from "./store.ts";
  * Opens the store a database URL names: `sqlite:path/to/file.db` (or `sqlite::memory:`), or
  * `postgres://user@host/db` (with `?schema=name` to use a schema other than `public`).
  *
- * SQLite (a file, or `:memory:`) is a SqliteStore in this process. PostgreSQL's driver is
- * loaded only when a PostgreSQL URL is opened.
+ * SQLite (a file, or `:memory:`) is a SqliteStore in this process (`syncInPlace`: see
+ * SqliteStoreOptions). PostgreSQL's driver is loaded only when a PostgreSQL URL is opened.
  */
 export async function openStore(
   url: string,
-  opts: { clock?: Clock; ids?: IdGenerator } = {},
+  opts: { clock?: Clock; ids?: IdGenerator; syncInPlace?: boolean } = {},
 ): Promise<Store> {
+  const { syncInPlace, ...common } = opts;
   if (url.startsWith("sqlite:")) {
     const path = url.slice("sqlite:".length).replace(/^\/\//, "");
     const file = path || ".longhaul/longhaul.db";
-    return new SqliteStore({ path: file, ...opts });
+    return new SqliteStore({ path: file, ...common, ...(syncInPlace ? { syncInPlace } : {}) });
   }
   if (url.startsWith("postgres://") || url.startsWith("postgresql://")) {
     const { PostgresStore } = await import("./postgres/postgres-store.ts");
-    return new PostgresStore({ url, ...opts });
+    return new PostgresStore({ url, ...common });
   }
   throw new LonghaulError(
     "CONFIG_INVALID",

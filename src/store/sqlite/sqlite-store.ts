@@ -25,6 +25,14 @@ export interface SqliteStoreOptions {
   path: string;
   clock?: Clock;
   ids?: IdGenerator;
+  /**
+   * Sync the WAL on the event loop, instead of on the thread pool, when no other write could
+   * run meanwhile (default false). It saves a hop to the thread pool and back, but blocks the
+   * loop for the whole sync (milliseconds): only for a process whose loop serves nothing else,
+   * a worker node (`serve --role worker`). A process that answers HTTP keeps it off, or every
+   * request waits behind the syncs of its neighbours' writes.
+   */
+  syncInPlace?: boolean;
 }
 
 /**
@@ -73,7 +81,8 @@ export class SqliteStore extends SqlStore {
     this.tx = sqliteTx(this.sql, txClock, opts.ids ?? ulidGenerator(txClock), this.effects);
     // A file's WAL is synced by the group commit after COMMIT, pipelined with the next batch;
     // SQLite still syncs around checkpoints itself (synchronous=NORMAL). Every write is
-    // answered only once the WAL holding it is on disk, as with synchronous=FULL.
+    // answered only once the WAL holding it is on disk, as with synchronous=FULL. The sync
+    // runs on the thread pool, so the loop serves requests meanwhile, unless `syncInPlace`.
     if (opts.path === ":memory:") {
       this.writer = new GroupCommit(this.db);
     } else {
@@ -81,7 +90,7 @@ export class SqliteStore extends SqlStore {
       this.wal = { path: `${opts.path}-wal`, fd: null };
       this.writer = new GroupCommit(this.db, 512, {
         syncWal: () => this.syncWal(),
-        syncWalNow: () => fdatasyncSync(this.walFd()),
+        syncWalNow: opts.syncInPlace ? () => fdatasyncSync(this.walFd()) : undefined,
       });
     }
   }
