@@ -16,7 +16,9 @@
 // The load comes from bench/load-autocannon.mjs, in its own process: 32 connections
 // (BENCH_CONNECTIONS), a 2 s warm-up, then BENCH_SECONDS (default 10) measured, every request
 // a distinct delivery signed by the generator. The same load goes to each server, one after
-// the other. Then `serve --role all` starts on the `--role api` run's file, whose events all
+// the other. The `--role api` server then takes the same webhooks at half the rate it reached
+// (autocannon's `overallRate`) for its latency there, and a fresh durable ceiling at that rate
+// too. Then `serve --role all` starts on the `--role api` run's file, whose events all
 // wait to be applied, and `/healthz` is loaded for BENCH_HEALTH_SECONDS (default 5, at most
 // BENCH_SECONDS) while its worker applies that backlog, and as long again once the backlog is
 // gone (idle): the API's responsiveness under the worker's load. The busy rate counts only the
@@ -116,6 +118,8 @@ async function load(
     idsOut?: string;
     idPrefix?: string;
     series?: boolean;
+    /** Requests sent per second over all connections; the most the server takes if unset. */
+    rate?: number;
   },
   server?: ChildProcess,
 ) {
@@ -135,6 +139,7 @@ async function load(
   if (opts.idsOut) args.push("--ids-out", opts.idsOut);
   if (opts.idPrefix) args.push("--id-prefix", opts.idPrefix);
   if (opts.series) args.push("--series");
+  if (opts.rate) args.push("--rate", String(Math.round(opts.rate)));
   const { child, output } = start(args, { BENCH_WHSEC: WHSEC });
   const code = await exited(child);
   const last = output().trim().split("\n").at(-1) ?? "";
@@ -167,7 +172,7 @@ async function waitHealthy(url: string, child: ChildProcess, output: () => strin
  * SQLite table and answers once the row is on disk; every id answered 2xx is then checked
  * against that table, as longhaul's are against its inbox.
  */
-async function ceiling(durable: boolean): Promise<{ load: Load; durability?: Durability }> {
+async function ceiling(durable: boolean, rate?: number): Promise<{ load: Load; durability?: Durability }> {
   const dir = mkdtempSync(join(tmpdir(), "longhaul-ingest-ceiling-"));
   dirs.push(dir);
   const file = join(dir, "ceiling.db");
@@ -181,8 +186,12 @@ async function ceiling(durable: boolean): Promise<{ load: Load; durability?: Dur
   const idsOut = durable ? join(dir, "ok-ids.txt") : undefined;
   let measured: Load;
   try {
-    const idPrefix = durable ? "durable" : "ceiling";
-    measured = await load(`${url}/hooks/${SOURCE}`, { sign: true, warmup: 2, idPrefix, idsOut }, child);
+    const idPrefix = `${durable ? "durable" : "ceiling"}${rate ? "-rate" : ""}`;
+    measured = await load(
+      `${url}/hooks/${SOURCE}`,
+      { sign: true, warmup: 2, idPrefix, idsOut, ...(rate ? { rate } : {}) },
+      child,
+    );
   } finally {
     await stopChild(child);
   }
@@ -199,6 +208,8 @@ interface Durability {
 
 interface LonghaulRun {
   ingest: Load;
+  /** `--role api` only: the same webhooks sent at half `ingest`'s rate. */
+  half: Load | null;
   durability: Durability;
 }
 
@@ -302,8 +313,18 @@ async function longhaul(role: "api" | "all"): Promise<LonghaulRun & { file: stri
       { sign: true, warmup: 2, idsOut, idPrefix: role },
       child,
     );
+    // Latency at half the most it took, on the same server (its file holds the first run's rows).
+    const halfIds = join(dir, "ok-ids-half.txt");
+    const half =
+      role === "api"
+        ? await load(
+            `${url}/hooks/${SOURCE}`,
+            { sign: true, warmup: 0, idsOut: halfIds, idPrefix: `${role}-half`, rate: ingest.rps / 2 },
+            child,
+          )
+        : null;
     await stopChild(child);
-    return { ingest, durability: durability(file, idsOut), file, config };
+    return { ingest, half, durability: durability(file, [idsOut, halfIds]), file, config };
   } finally {
     if (children.has(child)) await stopChild(child);
   }
@@ -348,10 +369,12 @@ async function healthUnderBacklog(file: string, config: string): Promise<Health>
  */
 function durability(
   file: string,
-  idsOut: string,
+  idsOut: string | string[],
   storedIds = `SELECT event_id AS id FROM inbox_events WHERE source = '${SOURCE}'`,
 ): Durability {
-  const ids = existsSync(idsOut) ? readFileSync(idsOut, "utf8").split("\n").filter(Boolean) : [];
+  const ids = [idsOut]
+    .flat()
+    .flatMap((f) => (existsSync(f) ? readFileSync(f, "utf8").split("\n").filter(Boolean) : []));
   const db = new Database(file, { readonly: true, fileMustExist: true });
   try {
     const stored = new Set((db.prepare(storedIds).all() as { id: string }[]).map((r) => r.id));
@@ -396,16 +419,18 @@ async function main(): Promise<void> {
   const top = (await ceiling(false)).load;
   const durableTop = await ceiling(true);
   const api = await longhaul("api");
+  const halfRate = api.ingest.rps / 2;
+  const durableHalf = await ceiling(true, halfRate);
   const all = await longhaul("all");
   const h = await healthUnderBacklog(api.file, api.config);
 
-  const row = (what: string, r: Load, base: Load | null, of: string) => ({
+  const row = (what: string, r: Load, base: Load | null, of: string, rated = false) => ({
     what,
     "req/s": fmt(r.rps, 0),
     "p50 ms": fmt(r.p50_ms, 0),
     "p99 ms": fmt(r.p99_ms, 0),
     "non-2xx, errors": r.non2xx + r.errors + r.timeouts,
-    ratio: base === null ? "1.00" : fmt(r.rps / base.rps, 2),
+    ratio: rated ? "–" : base === null ? "1.00" : fmt(r.rps / base.rps, 2),
     of,
     "server CPU µs/req": r.cpu_us == null ? "–" : fmt(r.cpu_us, 0),
     "of it, main thread": r.main_us == null ? "–" : fmt(r.main_us, 0),
@@ -425,6 +450,14 @@ async function main(): Promise<void> {
       "ceiling",
     ),
     row("longhaul serve --role api (verify, record, enqueue)", api.ingest, top, "ceiling"),
+    row(
+      `durable ceiling at ${fmt(halfRate, 0)} req/s (half the most --role api took)`,
+      durableHalf.load,
+      null,
+      "–",
+      true,
+    ),
+    row(`longhaul serve --role api at the same ${fmt(halfRate, 0)} req/s`, api.half!, null, "–", true),
     row("longhaul serve --role all (the same, worker applying)", all.ingest, top, "ceiling"),
     row("/healthz on --role all, idle", h.idle, null, "–"),
     row("/healthz on --role all, worker applying the backlog", h.busy, h.idle, "idle /healthz"),
@@ -447,8 +480,11 @@ async function main(): Promise<void> {
     "",
     "Durability (ARCHITECTURE §3.1), checked once each server had stopped:",
     dur("durable ceiling", durableTop.durability!),
-    dur("--role api", api.durability),
+    dur("durable ceiling at half rate", durableHalf.durability!),
+    dur("--role api (both runs)", api.durability),
     dur("--role all", all.durability),
+    "",
+    `At half rate: p99 ${fmt(api.half!.p99_ms, 1)} ms for --role api, ${fmt(durableHalf.load.p99_ms, 1)} ms for the durable ceiling (${fmt(api.half!.p99_ms / Math.max(durableHalf.load.p99_ms, 1), 2)}×); the goal is under 10 ms.`,
     "",
     `Backlog: --role all started on the --role api run's file with ${h.backlogBefore} events to apply; ${h.backlogAfter} were left when the busy /healthz window ended, all applied ${fmt(h.drainS, 1)} s after it began.` +
       (h.backlogAfter === 0

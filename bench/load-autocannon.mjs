@@ -2,7 +2,7 @@
 // a thread with a server it measures: autocannon, driven programmatically, against one URL.
 //
 //   node bench/load-autocannon.mjs --url http://127.0.0.1:8787/hooks/sim [--seconds 10]
-//     [--warmup 2] [--connections 32] [--sign] [--ids-out file] [--id-prefix p]
+//     [--warmup 2] [--connections 32] [--sign] [--ids-out file] [--id-prefix p] [--rate n]
 //
 // With --sign (BENCH_WHSEC holds the whsec_ secret) every request is a POST of a distinct
 // provider event of about 300 bytes with its own `webhook-id`, the current `webhook-timestamp`
@@ -14,7 +14,9 @@
 // every request answered 2xx (warm-up included), one a line, so that the bench can check each
 // against the store. --series adds the measured run's 2xx answers counted per 100 ms of the
 // wall clock (`series`: the first window's start in epoch ms and the counts), so that the bench
-// can keep the part of a window during which something else was going on.
+// can keep the part of a window during which something else was going on. --rate caps the
+// requests sent per second, over all connections (autocannon's `overallRate`), for latency at a
+// set rate instead of at the most the server takes.
 //
 // autocannon is a devDependency; BENCH_AUTOCANNON may name another folder to load it from.
 import { createHmac } from "node:crypto";
@@ -35,6 +37,7 @@ const { values } = parseArgs({
     "ids-out": { type: "string" },
     "id-prefix": { type: "string", default: `msg_${process.pid}` },
     series: { type: "boolean", default: false },
+    rate: { type: "string" },
   },
 });
 if (!values.url) throw new Error("--url is required");
@@ -101,6 +104,7 @@ function run(seconds) {
     connections: Number(values.connections),
     pipelining: 1,
     duration: seconds,
+    ...(values.rate ? { overallRate: Number(values.rate) } : {}),
     requests: [
       values.sign
         ? { path: target.pathname, setupRequest, onResponse }
@@ -125,6 +129,7 @@ console.log(
   JSON.stringify({
     url: target.href,
     connections: Number(values.connections),
+    rate: values.rate ? Number(values.rate) : undefined,
     seconds: r.duration,
     requests: answered,
     rps: answered / r.duration,
