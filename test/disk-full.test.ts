@@ -81,6 +81,15 @@ function tmpfsDisk(): Disk | null {
   };
 }
 
+/**
+ * Resolves once the store's connection is in no transaction (the store's reads of a turn
+ * share one until the turn ends), so that what `fill` and `free` run on it right after, in
+ * the same synchronous stretch, is not inside one.
+ */
+async function outsideTransaction(db: import("better-sqlite3").Database): Promise<void> {
+  while (db.inTransaction) await new Promise((r) => setImmediate(r));
+}
+
 function pageCountDisk(): Disk {
   const tmp = tempDir("longhaul-disk-");
   return {
@@ -171,6 +180,7 @@ describe("a full disk under the SQLite data directory", () => {
   });
   after(async () => {
     try {
+      await outsideTransaction(stack.store.db);
       disk.free(stack.store.db);
       await stack.close();
     } finally {
@@ -224,6 +234,7 @@ describe("a full disk under the SQLite data directory", () => {
     assert.equal(echo.status, 202);
     accepted.push(echo.body.task_id);
 
+    await outsideTransaction(stack.store.db);
     disk.fill(stack.store.db);
     const refused = await stack.api("/v1/tasks", {
       body: { type: "demo.echo", input: { text: `during ${pad}` }, client_request_id: "during-1" },
@@ -254,6 +265,7 @@ describe("a full disk under the SQLite data directory", () => {
     assert.ok(refusedClaims <= 2, `${refusedClaims} claims were refused in 3 s while the disk was full`);
     assert.deepEqual((await health(stack)).body, { status: "degraded", store: "full" });
 
+    await outsideTransaction(stack.store.db);
     disk.free(stack.store.db);
     const back = await waitFor(
       async () => {

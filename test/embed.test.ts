@@ -413,18 +413,10 @@ test("only a worker node syncs SQLite's WAL on its event loop; a node that answe
   } finally {
     dir.cleanup();
   }
-  const free = [
-    ["loop", "write"],
-    ["loop", "write"],
-    ["loop", "write"],
-  ];
+  const free = Array(3).fill(["loop", "write"]);
   assert.deepEqual(orders.all, free);
   assert.deepEqual(orders.api, free);
-  assert.deepEqual(orders.worker, [
-    ["write", "loop"],
-    ["write", "loop"],
-    ["write", "loop"],
-  ]);
+  assert.deepEqual(orders.worker, Array(3).fill(["write", "loop"]));
 });
 
 test("a worker node answers its health probe and nothing of the API", async () => {

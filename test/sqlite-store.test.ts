@@ -127,23 +127,39 @@ test("a batch of claims alone starts no WAL sync; the next write's sync covers i
   db.close();
 });
 
+test("a SqliteStore's reads of one turn share one read transaction, ended before the next write and at the turn's end", async () => {
+  const store = new SqliteStore({ path: join(tmp.dir, "shared-read.db") });
+  await store.migrate();
+  const a = await store.createTenant({ name: "a", keyHash: "ha" });
+  assert.equal(store.db.inTransaction, false);
+  // Two reads issued together: the first opens the transaction, the second runs in it.
+  const [one, two] = await Promise.all([store.getTenant(a.id), store.getTenant(a.id)]);
+  assert.equal(one?.name, "a");
+  assert.equal(two?.name, "a");
+  assert.equal(store.db.inTransaction, true, "still open within the turn, for the next read");
+  // A write in the same turn ends it first (BEGIN IMMEDIATE cannot nest), and a read after
+  // the write sees it.
+  const b = await store.createTenant({ name: "b", keyHash: "hb" });
+  assert.equal((await store.getTenant(b.id))?.name, "b");
+  await new Promise((r) => setImmediate(r));
+  assert.equal(store.db.inTransaction, false, "ended at the turn's end: nothing held between turns");
+  // Another connection's write is seen by the next turn's reads.
+  const other = new Database(join(tmp.dir, "shared-read.db"));
+  other.prepare("UPDATE tenants SET name = 'a2' WHERE id = ?").run(a.id);
+  other.close();
+  assert.equal((await store.getTenant(a.id))?.name, "a2");
+  await store.close();
+});
+
 test("a SqliteStore syncs the WAL off the event loop: a lone write's sync does not hold up the loop, unless syncInPlace", async () => {
   const shared = new SqliteStore({ path: join(tmp.dir, "loop-free.db") });
   await shared.migrate();
-  assert.deepEqual(await loopFreeDuringSync(shared), [
-    ["loop", "write"],
-    ["loop", "write"],
-    ["loop", "write"],
-  ]);
+  assert.deepEqual(await loopFreeDuringSync(shared), Array(3).fill(["loop", "write"]));
   await shared.close();
   // A worker node's choice: the sync in place, the loop held for it.
   const inPlace = new SqliteStore({ path: join(tmp.dir, "in-place.db"), syncInPlace: true });
   await inPlace.migrate();
-  assert.deepEqual(await loopFreeDuringSync(inPlace), [
-    ["write", "loop"],
-    ["write", "loop"],
-    ["write", "loop"],
-  ]);
+  assert.deepEqual(await loopFreeDuringSync(inPlace), Array(3).fill(["write", "loop"]));
   await inPlace.close();
 });
 

@@ -72,13 +72,17 @@ export class GroupCommit {
   private unsynced: ((err?: unknown) => void)[] = [];
   private syncing: Promise<void> | null = null;
 
+  /** Called before each batch's BEGIN: ends a read transaction left open on the connection. */
+  private readonly beforeBegin: (() => void) | null;
+
   constructor(
     private readonly db: Database,
     private readonly maxBatch = 512,
-    opts: { syncWal?: () => Promise<void>; syncWalNow?: () => void } = {},
+    opts: { syncWal?: () => Promise<void>; syncWalNow?: () => void; beforeBegin?: () => void } = {},
   ) {
     this.syncWal = opts.syncWal ?? null;
     this.syncWalNow = opts.syncWalNow ?? null;
+    this.beforeBegin = opts.beforeBegin ?? null;
     this.s = {
       begin: db.prepare("BEGIN IMMEDIATE"),
       commit: db.prepare("COMMIT"),
@@ -267,6 +271,7 @@ export class GroupCommit {
    * With them, each runs in its savepoint and one that throws is rolled back alone.
    */
   private async runBatch(batch: Pending[], savepoints: boolean): Promise<Outcome[] | { threw: unknown }> {
+    this.beforeBegin?.();
     this.s.begin.run();
     const results: Outcome[] = [];
     for (const p of batch) {

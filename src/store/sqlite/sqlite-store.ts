@@ -36,11 +36,17 @@ export interface SqliteStoreOptions {
 }
 
 /**
- * The embedded store. One process owns the file. Reads run at once on the connection;
+ * The embedded store. One process owns the file. Reads run at once on the connection, those
+ * of one turn of the loop in one read transaction;
  * writes go through group commit, so the writes of one tick share one transaction and one
  * fsync. Every write operation runs whole inside its own savepoint.
  */
 export class SqliteStore extends SqlStore {
+  /**
+   * The connection. A statement run on it directly shares it with the store: within a turn of
+   * the loop in which the store has read, a read transaction may be open until the turn ends
+   * (`db.inTransaction`), so a `BEGIN` or a checkpoint waits for the next turn.
+   */
   readonly db: Database.Database;
   private readonly sql: Sql;
   private readonly clock: Clock;
@@ -59,6 +65,10 @@ export class SqliteStore extends SqlStore {
    * read of the clock inside it (as PostgreSQL's `now()` is the transaction's). Null between writes.
    */
   private writeTime: number | null = null;
+  /** A read transaction is open for this turn's reads (see `closeRead`). */
+  private reading = false;
+  private readonly beginRead: Database.Statement;
+  private readonly endRead: Database.Statement;
   private readonly completes = new CompleteFold(
     () => this.writer.last(),
     (leases) => this.completeMany(leases),
@@ -83,12 +93,16 @@ export class SqliteStore extends SqlStore {
     // SQLite still syncs around checkpoints itself (synchronous=NORMAL). Every write is
     // answered only once the WAL holding it is on disk, as with synchronous=FULL. The sync
     // runs on the thread pool, so the loop serves requests meanwhile, unless `syncInPlace`.
+    this.beginRead = this.db.prepare("BEGIN DEFERRED");
+    this.endRead = this.db.prepare("COMMIT");
+    const beforeBegin = () => this.closeRead();
     if (opts.path === ":memory:") {
-      this.writer = new GroupCommit(this.db);
+      this.writer = new GroupCommit(this.db, 512, { beforeBegin });
     } else {
       this.db.pragma("synchronous = NORMAL");
       this.wal = { path: `${opts.path}-wal`, fd: null };
       this.writer = new GroupCommit(this.db, 512, {
+        beforeBegin,
         syncWal: () => this.syncWal(),
         syncWalNow: opts.syncInPlace ? () => fdatasyncSync(this.walFd()) : undefined,
       });
@@ -147,8 +161,25 @@ export class SqliteStore extends SqlStore {
   private async read<T>(op: (tx: Tx) => Promise<T>): Promise<T> {
     const open = this.writer.settled();
     if (open) await open;
+    if (!this.reading && !this.db.inTransaction) {
+      this.beginRead.run();
+      this.reading = true;
+      setImmediate(this.closeRead);
+    }
     return op(this.tx);
   }
+
+  /**
+   * Ends the read transaction the reads of this turn share, if one is open: at the turn's end,
+   * or before a write batch begins. In WAL mode each transaction takes and drops a lock on the
+   * `-shm` file (system calls: ~8 µs here, against ~1 µs for the statement itself), so reads
+   * issued together (a worker's batch of handlers, a task's detail) share one.
+   */
+  private readonly closeRead = (): void => {
+    if (!this.reading) return;
+    this.reading = false;
+    if (this.db.inTransaction) this.endRead.run();
+  };
 
   /** Write transactions committed so far (group commit folds a tick's writes into one). */
   get commits(): number {
