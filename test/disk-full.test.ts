@@ -156,8 +156,10 @@ function signedHook(stack: Stack, eventId: string) {
 const postJson = (url: string, body: unknown) =>
   fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
 
-/** A task whose timer falls due while the disk is full, so the worker has work it cannot claim. */
-// Long enough that its timer falls due while the disk is full, even on a slow machine.
+/**
+ * A task whose timer falls due while the disk is full, so the worker has work it cannot claim:
+ * a nap long enough for that even on a slow machine.
+ */
 const nap = defineTask("test.nap", async (_input, step) => {
   await step.sleep("nap", "1s");
   return "rested";

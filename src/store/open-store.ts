@@ -19,7 +19,7 @@ export async function openStore(
   if (url.startsWith("sqlite:")) {
     const path = url.slice("sqlite:".length).replace(/^\/\//, "");
     const file = path || ".longhaul/longhaul.db";
-    return new SqliteStore({ path: file, ...common, ...(syncInPlace ? { syncInPlace } : {}) });
+    return new SqliteStore({ path: file, ...common, syncInPlace: syncInPlace === true });
   }
   if (url.startsWith("postgres://") || url.startsWith("postgresql://")) {
     const { PostgresStore } = await import("./postgres/postgres-store.ts");
