@@ -5,7 +5,8 @@
 //    then the same server with --durable, the durable ceiling: each verified delivery is also
 //    a row of one SQLite table (unique by webhook-id), answered once on disk, with group commit
 //    and the WAL synced off the loop: what durability alone costs here, with no framework and
-//    no queue;
+//    no queue; then the durable ceiling again with its SQLite writer on a thread of its own
+//    (--writer-thread): what moving the writer off the event loop gives on this machine;
 // 2. `longhaul serve --role api` (bin/longhaul.mjs, the compiled CLI: run `npm run build`
 //    first) on a fresh SQLite file (WAL, synced before each answer), one `standard-webhooks` source for
 //    provider `sim` with the same secret: verify, record in the inbox, enqueue, answer;
@@ -172,11 +173,19 @@ async function waitHealthy(url: string, child: ChildProcess, output: () => strin
  * SQLite table and answers once the row is on disk; every id answered 2xx is then checked
  * against that table, as longhaul's are against its inbox.
  */
-async function ceiling(durable: boolean, rate?: number): Promise<{ load: Load; durability?: Durability }> {
+async function ceiling(
+  durable: boolean,
+  opts: { rate?: number; writerThread?: boolean } = {},
+): Promise<{ load: Load; durability?: Durability }> {
+  const { rate, writerThread = false } = opts;
   const dir = mkdtempSync(join(tmpdir(), "longhaul-ingest-ceiling-"));
   dirs.push(dir);
   const file = join(dir, "ceiling.db");
-  const args = [here("./ceiling/standard-webhooks-server.mjs"), ...(durable ? ["--durable", file] : [])];
+  const args = [
+    here("./ceiling/standard-webhooks-server.mjs"),
+    ...(durable ? ["--durable", file] : []),
+    ...(writerThread ? ["--writer-thread"] : []),
+  ];
   const { child, output } = start(args, { BENCH_WHSEC: WHSEC });
   const deadline = Date.now() + 10_000;
   while (!output().includes("\n") && Date.now() < deadline) await sleep(20);
@@ -186,7 +195,7 @@ async function ceiling(durable: boolean, rate?: number): Promise<{ load: Load; d
   const idsOut = durable ? join(dir, "ok-ids.txt") : undefined;
   let measured: Load;
   try {
-    const idPrefix = `${durable ? "durable" : "ceiling"}${rate ? "-rate" : ""}`;
+    const idPrefix = `${durable ? "durable" : "ceiling"}${writerThread ? "-thread" : ""}${rate ? "-rate" : ""}`;
     measured = await load(
       `${url}/hooks/${SOURCE}`,
       { sign: true, warmup: 2, idPrefix, idsOut, ...(rate ? { rate } : {}) },
@@ -418,9 +427,10 @@ async function main(): Promise<void> {
     throw new Error("Run `npm run build` first: serve runs dist/.");
   const top = (await ceiling(false)).load;
   const durableTop = await ceiling(true);
+  const durableThread = await ceiling(true, { writerThread: true });
   const api = await longhaul("api");
   const halfRate = api.ingest.rps / 2;
-  const durableHalf = await ceiling(true, halfRate);
+  const durableHalf = await ceiling(true, { rate: halfRate });
   const all = await longhaul("all");
   const h = await healthUnderBacklog(api.file, api.config);
 
@@ -437,7 +447,7 @@ async function main(): Promise<void> {
     "CPU ÷ ceiling's":
       r.cpu_us == null || top.cpu_us == null || base !== top ? "–" : fmt(r.cpu_us / top.cpu_us, 2),
     "÷ durable ceiling (req/s, CPU)":
-      base !== top || r === durableTop.load
+      base !== top || r === durableTop.load || r === durableThread.load
         ? "–"
         : `${fmt(r.rps / durableTop.load.rps, 2)}, ${r.cpu_us == null || durableTop.load.cpu_us == null ? "–" : fmt(r.cpu_us / durableTop.load.cpu_us, 2)}`,
   });
@@ -446,6 +456,12 @@ async function main(): Promise<void> {
     row(
       "durable ceiling: the same + one SQLite row, on disk before 200 (group commit)",
       durableTop.load,
+      top,
+      "ceiling",
+    ),
+    row(
+      "durable ceiling, its SQLite writer on a thread of its own (--writer-thread)",
+      durableThread.load,
       top,
       "ceiling",
     ),
@@ -480,6 +496,7 @@ async function main(): Promise<void> {
     "",
     "Durability (ARCHITECTURE §3.1), checked once each server had stopped:",
     dur("durable ceiling", durableTop.durability!),
+    dur("durable ceiling, writer thread", durableThread.durability!),
     dur("durable ceiling at half rate", durableHalf.durability!),
     dur("--role api (both runs)", api.durability),
     dur("--role all", all.durability),

@@ -12,14 +12,18 @@
 // and transactions committed while a sync runs share the next one. One table, one index, no
 // queue, no framework: what durability alone costs on this machine.
 //
-//   BENCH_WHSEC=whsec_… node bench/ceiling/standard-webhooks-server.mjs [--durable file] [port]
+// With --writer-thread as well, that writer runs on a thread of its own: the main thread reads
+// and verifies each delivery and hands the turn's deliveries to the writer in one message. It
+// shows what moving the SQLite writer off the event loop gives on this machine.
+//
+//   BENCH_WHSEC=whsec_… node bench/ceiling/standard-webhooks-server.mjs [--durable file [--writer-thread]] [port]
 //
 // It listens on 127.0.0.1 (port 0, any free one, by default) and prints one JSON line,
 // {"url": "http://127.0.0.1:<port>"}, once it is listening. `GET /healthz` answers 200.
 import { createHmac, timingSafeEqual } from "node:crypto";
-import { fdatasync, openSync } from "node:fs";
 import { createServer } from "node:http";
 import { parseArgs } from "node:util";
+import { durableRecorder, threadRecorder } from "./durable-recorder.mjs";
 
 const TOLERANCE_S = 300;
 const BODY_LIMIT = 1024 * 1024;
@@ -30,60 +34,14 @@ if (!secret.startsWith("whsec_")) {
 }
 const key = Buffer.from(secret.slice("whsec_".length), "base64");
 const { values: opts, positionals } = parseArgs({
-  options: { durable: { type: "string" } },
+  options: { durable: { type: "string" }, "writer-thread": { type: "boolean", default: false } },
   allowPositionals: true,
 });
-const record = opts.durable ? await durableRecorder(opts.durable) : null;
-
-/**
- * `record(id, body, done)`: the row is inserted with the others of this turn of the loop in
- * one transaction, and `done` is called once a WAL sync begun after its COMMIT has returned.
- */
-async function durableRecorder(file) {
-  const { default: Database } = await import("better-sqlite3");
-  const db = new Database(file);
-  db.pragma("journal_mode = WAL");
-  db.pragma("synchronous = NORMAL");
-  db.exec(`CREATE TABLE IF NOT EXISTS deliveries (
-    id INTEGER PRIMARY KEY, webhook_id TEXT NOT NULL UNIQUE, body BLOB NOT NULL, received_at INTEGER NOT NULL)`);
-  const insert = db.prepare(
-    "INSERT INTO deliveries (webhook_id, body, received_at) VALUES (?, ?, ?) ON CONFLICT (webhook_id) DO NOTHING",
-  );
-  const commit = db.transaction((rows) => {
-    const now = Date.now();
-    for (const r of rows) insert.run(r.id, r.body, now);
-  });
-  const wal = openSync(`${file}-wal`, "a");
-  let batch = [];
-  let unsynced = [];
-  let syncing = false;
-  const sync = () => {
-    syncing = true;
-    const covered = unsynced;
-    unsynced = [];
-    fdatasync(wal, (err) => {
-      for (const done of covered) done(err);
-      if (unsynced.length > 0) sync();
-      else syncing = false;
-    });
-  };
-  const flush = () => {
-    const rows = batch;
-    batch = [];
-    try {
-      commit(rows);
-    } catch (err) {
-      for (const r of rows) r.done(err);
-      return;
-    }
-    for (const r of rows) unsynced.push(r.done);
-    if (!syncing) sync();
-  };
-  return (id, body, done) => {
-    batch.push({ id, body, done });
-    if (batch.length === 1) setImmediate(flush);
-  };
-}
+const record = !opts.durable
+  ? null
+  : opts["writer-thread"]
+    ? await threadRecorder(opts.durable)
+    : await durableRecorder(opts.durable);
 
 /** True when one `v1,<base64>` entry of the header is the HMAC of this delivery. */
 function verified(headers, body) {
