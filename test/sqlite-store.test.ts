@@ -127,6 +127,107 @@ test("a batch of claims alone starts no WAL sync; the next write's sync covers i
   db.close();
 });
 
+test("while a WAL sync is in flight, the writes of later turns wait for its end and commit together; not with a claim queued, nor when a worker would act at COMMIT", async () => {
+  const db = walTable("deferred.db");
+  const syncs: { release: () => void; rows: number }[] = [];
+  const count = () => (db.prepare("SELECT count(*) AS n FROM t").get() as { n: number }).n;
+  let mayWait = true;
+  const writer = new GroupCommit(db, 512, {
+    syncWal: () => new Promise<void>((resolve) => syncs.push({ release: resolve, rows: count() })),
+    mayWait: () => mayWait,
+  });
+  const tick = () => new Promise((r) => setImmediate(r));
+  const insert = (x: number, atCommit = false) =>
+    writer.run(() => db.prepare("INSERT INTO t VALUES (?)").run(x), { atCommit });
+
+  const first = insert(1);
+  await tick();
+  await tick();
+  assert.equal(writer.commits, 1);
+  assert.equal(syncs.length, 1, "the first write's sync is in flight");
+  // Two writes in two later turns: each could be answered only after a sync begun after its
+  // COMMIT, which cannot begin before the one in flight ends. They wait, uncommitted.
+  const second = insert(2);
+  await tick();
+  const third = insert(3);
+  await tick();
+  await tick();
+  assert.equal(writer.commits, 1, "nothing commits while the sync runs");
+  assert.equal(count(), 1);
+  syncs[0]!.release();
+  await first;
+  await tick();
+  await tick();
+  assert.equal(writer.commits, 2, "the waiting writes commit together once the sync has ended");
+  assert.equal(syncs.length, 2);
+  assert.equal(syncs[1]!.rows, 3, "and the next sync, begun after that COMMIT, covers both");
+
+  // A claim (answered at COMMIT) is never held: the writes queued with it commit with it.
+  const fourth = insert(4);
+  await tick();
+  await insert(5, true);
+  assert.equal(writer.commits, 3);
+  assert.equal(count(), 5);
+  // With a worker in the process, which acts on a commit before its sync, nothing waits.
+  mayWait = false;
+  const sixth = insert(6);
+  await tick();
+  await tick();
+  assert.equal(writer.commits, 4, "committed while the sync runs");
+  assert.equal(count(), 6);
+
+  syncs[1]!.release();
+  await Promise.all([second, third]);
+  await tick();
+  assert.equal(syncs.length, 3);
+  syncs[2]!.release();
+  await Promise.all([fourth, sixth]);
+  db.close();
+});
+
+test("a SqliteStore holds writes for the sync in flight only while no worker of the process listens for work", async () => {
+  const store = new SqliteStore({ path: join(tmp.dir, "store-deferred.db") });
+  await store.migrate();
+  const held: (() => void)[] = [];
+  const writer = (store as unknown as { writer: Record<string, unknown> }).writer;
+  writer.syncWal = () => new Promise<void>((resolve) => held.push(resolve));
+  writer.syncWalNow = null;
+  const tick = () => new Promise((r) => setImmediate(r));
+  const tenant = (name: string) => store.createTenant({ name, keyHash: `h-${name}` });
+
+  const a = tenant("a");
+  await tick();
+  await tick();
+  assert.equal(held.length, 1, "a's sync is in flight");
+  const before = store.commits;
+  const b = tenant("b");
+  await tick();
+  await tick();
+  assert.equal(store.commits, before, "b waits for the sync in flight: nobody would act on it sooner");
+
+  // A worker of the process listens: what commits may make work due for it at once.
+  const stop = store.onWork(() => {});
+  const c = tenant("c");
+  await tick();
+  await tick();
+  assert.equal(store.commits, before + 1, "c commits while the sync runs, and b, queued first, with it");
+  stop();
+  let done = false;
+  const all = Promise.all([a, b, c]).finally(() => {
+    done = true;
+  });
+  while (!done) {
+    for (const r of held.splice(0)) r();
+    await tick();
+  }
+  assert.deepEqual(
+    (await all).map((t) => t.name),
+    ["a", "b", "c"],
+  );
+  writer.syncWal = async () => {};
+  await store.close();
+});
+
 test("a SqliteStore's reads of one turn share one read transaction, ended before the next write and at the turn's end", async () => {
   const store = new SqliteStore({ path: join(tmp.dir, "shared-read.db") });
   await store.migrate();

@@ -33,12 +33,15 @@ export async function durableRecorder(file) {
     unsynced = [];
     fdatasync(wal, (err) => {
       for (const done of covered) done(err);
+      // The rows that arrived during this sync commit together now, and the next sync covers them.
+      if (batch.length > 0) flush();
       if (unsynced.length > 0) sync();
       else syncing = false;
     });
   };
   const flush = () => {
     const rows = batch;
+    if (rows.length === 0) return;
     batch = [];
     try {
       commit(rows);
@@ -51,7 +54,9 @@ export async function durableRecorder(file) {
   };
   return (id, body, done) => {
     batch.push({ id, body, done });
-    if (batch.length === 1) setImmediate(flush);
+    // While a sync is in flight the rows wait for its end: none of them could be answered
+    // before the next sync anyway, and one COMMIT writes each page once.
+    if (batch.length === 1 && !syncing) setImmediate(flush);
   };
 }
 

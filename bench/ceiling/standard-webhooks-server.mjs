@@ -9,8 +9,9 @@
 // SQLite table (better-sqlite3, WAL), unique by its webhook-id, and is answered only once that
 // row is on disk, as longhaul answers. The deliveries verified in one turn of the event loop
 // are one transaction (group commit); the WAL is then synced with fdatasync on the thread pool,
-// and transactions committed while a sync runs share the next one. One table, one index, no
-// queue, no framework: what durability alone costs on this machine.
+// and the deliveries verified while a sync runs commit together once it ends, covered by the
+// next sync. One table, one index, no queue, no framework: what durability alone costs on this
+// machine.
 //
 // With --writer-thread as well, that writer runs on a thread of its own: the main thread reads
 // and verifies each delivery and hands the turn's deliveries to the writer in one message. It

@@ -44,6 +44,11 @@ export class GroupCommit {
   /** The operation running in the open batch. */
   private running: Pending | null = null;
   private scheduled = false;
+  /**
+   * The queued writes wait for the sync in flight to end before they commit: each would wait
+   * for the next sync anyway, and one COMMIT for all of them writes each page once.
+   */
+  private deferred = false;
   /** The running flush, until it has committed or rolled back its last batch. */
   private flushing: Promise<void> | null = null;
   /** Transactions committed so far; lets tests see that a burst shared one. */
@@ -74,15 +79,23 @@ export class GroupCommit {
 
   /** Called before each batch's BEGIN: ends a read transaction left open on the connection. */
   private readonly beforeBegin: (() => void) | null;
+  /** True while nobody would act on a batch between its COMMIT and its sync (`waitsForSync`). */
+  private readonly mayWait: () => boolean;
 
   constructor(
     private readonly db: Database,
     private readonly maxBatch = 512,
-    opts: { syncWal?: () => Promise<void>; syncWalNow?: () => void; beforeBegin?: () => void } = {},
+    opts: {
+      syncWal?: () => Promise<void>;
+      syncWalNow?: () => void;
+      beforeBegin?: () => void;
+      mayWait?: () => boolean;
+    } = {},
   ) {
     this.syncWal = opts.syncWal ?? null;
     this.syncWalNow = opts.syncWalNow ?? null;
     this.beforeBegin = opts.beforeBegin ?? null;
+    this.mayWait = opts.mayWait ?? (() => true);
     this.s = {
       begin: db.prepare("BEGIN IMMEDIATE"),
       commit: db.prepare("COMMIT"),
@@ -110,14 +123,22 @@ export class GroupCommit {
         durable: [],
         committed: opts.committed,
       });
-      this.schedule();
+      this.schedule(opts.atCommit === true);
     });
   }
 
-  private schedule(): void {
+  /** `now`: a write answered at COMMIT is queued, which never waits for a sync. */
+  private schedule(now = false): void {
+    if (this.deferred && !now && this.mayWait()) return;
+    this.deferred = false;
     if (this.scheduled || this.flushing) return;
     this.scheduled = true;
     setImmediate(() => {
+      if (this.waitsForSync()) {
+        this.scheduled = false;
+        this.deferred = true;
+        return;
+      }
       this.flushing = this.flush().finally(() => {
         this.flushing = null;
         // Writes submitted after the last batch was taken, while the flush was ending.
@@ -223,6 +244,24 @@ export class GroupCommit {
     }
   }
 
+  /**
+   * True when the queued writes should commit only once the sync in flight has ended: each of
+   * them is answered after a sync begun after its COMMIT, which cannot begin before then, so
+   * waiting costs them nothing, and the writes of several turns commit together (fewer
+   * COMMITs, each hot page written to the WAL once instead of once per turn). Not for a write
+   * answered at COMMIT (a claim), nor for a full batch, nor while someone would act on a
+   * batch as soon as it commits (`mayWait` false: a worker in the process, which claims the
+   * work a write made due and makes the next write of its task while the sync runs).
+   */
+  private waitsForSync(): boolean {
+    return (
+      this.syncing !== null &&
+      this.queue.length < this.maxBatch &&
+      !this.queue.some((p) => p.atCommit) &&
+      this.mayWait()
+    );
+  }
+
   /** Answers the batch once a sync of the WAL that begins after its COMMIT has returned. */
   private afterCommit(answer: (err?: unknown) => void): void {
     this.unsynced.push(answer);
@@ -244,6 +283,8 @@ export class GroupCommit {
       for (const answer of covered) answer(error);
     }
     this.syncing = null;
+    // The writes that waited for this sync commit now, and start the next one.
+    if (this.deferred) this.schedule(true);
   }
 
   private rollback(): void {

@@ -24,6 +24,11 @@ export class LocalNotifier {
     return () => this.taskEventListeners.delete(fn);
   }
 
+  /** True when a worker of this process listens: it would act on a commit before its sync. */
+  listensForWork(): boolean {
+    return this.work.listenerCount("work") > 0;
+  }
+
   /** True when someone was listening (a worker of this process). */
   wake(): boolean {
     return this.work.emit("work");

@@ -105,6 +105,7 @@ export class SqliteStore extends SqlStore {
         beforeBegin,
         syncWal: () => this.syncWal(),
         syncWalNow: opts.syncInPlace ? () => fdatasyncSync(this.walFd()) : undefined,
+        mayWait: () => !this.notifier.listensForWork(),
       });
     }
   }
