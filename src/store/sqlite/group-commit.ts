@@ -63,8 +63,9 @@ export class GroupCommit {
   /**
    * Pipelined durability: set when the connection commits without syncing (`synchronous =
    * NORMAL`) and this class syncs the WAL itself. Each batch is answered once a sync of the
-   * WAL begun after its COMMIT has returned, and the next batch runs while that sync is in
-   * flight: one sync covers every batch committed before it began.
+   * WAL begun after its COMMIT has returned: one sync covers every batch committed before it
+   * began. The next batch runs while that sync is in flight, or waits for its end
+   * (`waitsForSync`).
    */
   private readonly syncWal: (() => Promise<void>) | null;
   /**
