@@ -185,6 +185,75 @@ test("while a WAL sync is in flight, the writes of later turns wait for its end 
   db.close();
 });
 
+test("writes held for a sync that fails are not failed with it: they commit after it and their own sync answers them", async () => {
+  const db = walTable("deferred-failed-sync.db");
+  const syncs: { release: (err?: Error) => void }[] = [];
+  const writer = new GroupCommit(db, 512, {
+    syncWal: () =>
+      new Promise<void>((resolve, reject) =>
+        syncs.push({ release: (err) => (err ? reject(err) : resolve()) }),
+      ),
+  });
+  const tick = () => new Promise((r) => setImmediate(r));
+  const insert = (x: number) =>
+    writer
+      .run(() => db.prepare("INSERT INTO t VALUES (?)").run(x))
+      .then(
+        () => "ok",
+        () => "failed",
+      );
+
+  const first = insert(1);
+  await tick();
+  await tick();
+  const held = insert(2);
+  await tick();
+  await tick();
+  assert.equal(writer.commits, 1, "held during the sync");
+  syncs[0]!.release(new Error("EIO"));
+  assert.equal(await first, "failed", "the write the sync was to make durable fails");
+  await tick();
+  await tick();
+  assert.equal(writer.commits, 2, "the held write commits once the failed sync has ended");
+  assert.equal(syncs.length, 2);
+  syncs[1]!.release();
+  assert.equal(await held, "ok", "and is answered by its own sync");
+  db.close();
+});
+
+test("closing a SqliteStore while writes are held for a sync waits for them", async () => {
+  const path = join(tmp.dir, "close-held.db");
+  const store = new SqliteStore({ path });
+  await store.migrate();
+  const writer = (store as unknown as { writer: Record<string, unknown> }).writer;
+  const realSync = writer.syncWal as () => Promise<void>;
+  let release!: () => void;
+  const gate = new Promise<void>((r) => {
+    release = r;
+  });
+  // The first sync is held until the close has been asked for; the later ones are real.
+  writer.syncWal = async () => {
+    writer.syncWal = realSync;
+    await gate;
+    await realSync();
+  };
+  const tick = () => new Promise((r) => setImmediate(r));
+  const a = store.createTenant({ name: "a", keyHash: "ha" });
+  await tick();
+  await tick();
+  const b = store.createTenant({ name: "b", keyHash: "hb" });
+  await tick();
+  const closed = store.close();
+  await tick();
+  release();
+  await closed;
+  const [ta, tb] = await Promise.all([a, b]);
+  const reopened = new SqliteStore({ path });
+  assert.equal((await reopened.getTenant(ta.id))?.name, "a");
+  assert.equal((await reopened.getTenant(tb.id))?.name, "b", "the held write was committed before the close");
+  await reopened.close();
+});
+
 test("a SqliteStore holds writes for the sync in flight only while no worker of the process listens for work", async () => {
   const store = new SqliteStore({ path: join(tmp.dir, "store-deferred.db") });
   await store.migrate();
