@@ -254,13 +254,30 @@ test("closing a SqliteStore while writes are held for a sync waits for them", as
   await reopened.close();
 });
 
-test("a SqliteStore holds writes for the sync in flight only while no worker of the process listens for work", async () => {
-  const store = new SqliteStore({ path: join(tmp.dir, "store-deferred.db") });
-  await store.migrate();
+/**
+ * Holds every WAL sync of `store` until the test lets it return: `held` counts the syncs
+ * waiting, `release` lets them all return, `unhold` makes later syncs return at once.
+ */
+function holdSyncs(store: SqliteStore) {
   const held: (() => void)[] = [];
   const writer = (store as unknown as { writer: Record<string, unknown> }).writer;
   writer.syncWal = () => new Promise<void>((resolve) => held.push(resolve));
   writer.syncWalNow = null;
+  return {
+    held,
+    release: () => {
+      for (const r of held.splice(0)) r();
+    },
+    unhold: () => {
+      writer.syncWal = async () => {};
+    },
+  };
+}
+
+test("a SqliteStore holds writes for the sync in flight only while no worker of the process listens for work", async () => {
+  const store = new SqliteStore({ path: join(tmp.dir, "store-deferred.db") });
+  await store.migrate();
+  const { held, release, unhold } = holdSyncs(store);
   const tick = () => new Promise((r) => setImmediate(r));
   const tenant = (name: string) => store.createTenant({ name, keyHash: `h-${name}` });
 
@@ -286,14 +303,14 @@ test("a SqliteStore holds writes for the sync in flight only while no worker of 
     done = true;
   });
   while (!done) {
-    for (const r of held.splice(0)) r();
+    release();
     await tick();
   }
   assert.deepEqual(
     (await all).map((t) => t.name),
     ["a", "b", "c"],
   );
-  writer.syncWal = async () => {};
+  unhold();
   await store.close();
 });
 
@@ -480,14 +497,7 @@ test("a SqliteStore answers claims, begins and bare completes at COMMIT; a recor
   const store = new SqliteStore({ path: join(tmp.dir, "store-at-commit.db") });
   await store.migrate();
   const tenant = await store.createTenant({ name: "a", keyHash: "h" });
-  // Every sync of the WAL is held until the test lets it return.
-  const held: (() => void)[] = [];
-  const writer = (store as unknown as { writer: Record<string, unknown> }).writer;
-  writer.syncWal = () => new Promise<void>((resolve) => held.push(resolve));
-  writer.syncWalNow = null;
-  const release = () => {
-    for (const r of held.splice(0)) r();
-  };
+  const { held, release, unhold } = holdSyncs(store);
   const tick = () => new Promise((r) => setImmediate(r));
   /** The call's value if it is answered within a few turns, with every sync held. */
   const answered = async <T>(p: Promise<T>): Promise<T> => {
@@ -548,7 +558,7 @@ test("a SqliteStore answers claims, begins and bare completes at COMMIT; a recor
     store.complete(lease),
     (e: unknown) => e instanceof LonghaulError && e.code === "LEASE_LOST",
   );
-  writer.syncWal = async () => {};
+  unhold();
   await store.close();
 });
 
