@@ -14,6 +14,7 @@ import type { Worker, WorkerOptions } from "./engine/worker.ts";
 import { schemaErrorFormatter } from "./http/error-handler.ts";
 import type { EventStreamsOptions } from "./http/event-streams.ts";
 import { type FetchOptions, fetchHandler } from "./http/fetch.ts";
+import { type HttpPressure, httpPressure } from "./http/http-pressure.ts";
 import { safeLoggerOptions } from "./http/log-redaction.ts";
 import { parseListen, startMetricsServer } from "./http/metrics-server.ts";
 import { taskDetail } from "./http/serialize.ts";
@@ -228,6 +229,8 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
 
   const outbound = outboundSettings(opts.outbound, secrets);
   const metrics = new Metrics();
+  // A worker beside the API keeps few items in hand while HTTP presses the loop (role all).
+  let pressure: HttpPressure | null = null;
   // The engine is loaded only by the roles that run it.
   const worker =
     role === "api"
@@ -248,6 +251,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
             dedupeHorizonMs: opts.dedupeHorizonMs ?? 7 * 24 * 3_600_000,
             signalRetentionMs: limits.signal_retention_s * 1000,
             outbound,
+            httpPressed: () => pressure?.pressed() ?? false,
           },
           opts.worker,
         );
@@ -270,6 +274,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     // A worker node answers its health probe and metrics, not the API (README "Commands").
     routes: role === "worker" ? "health" : "all",
   });
+  if (role === "all") pressure = httpPressure(server.server);
   let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | null = null;
 
   // Embedded calls: the use cases the HTTP routes call, for the tenant the caller names or
@@ -366,6 +371,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
       return address;
     },
     async close() {
+      pressure?.close();
       await server.close();
       await metricsServer?.close();
       await worker?.stop();

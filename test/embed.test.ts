@@ -456,3 +456,54 @@ test("a worker node answers its health probe and nothing of the API", async () =
     dir.cleanup();
   }
 });
+
+test("beside the API (role all), the worker keeps few items in hand while HTTP presses the loop", async () => {
+  const dir = tempDir();
+  const lh = await createLonghaul({
+    databaseUrl: `sqlite:${join(dir.dir, "pressed.db")}`,
+    tasks: [doubler],
+    logger: quietLog(),
+  });
+  // Each request holds the loop for 20 ms: one kept in flight keeps it busy.
+  lh.server.get("/spin", async () => {
+    const end = performance.now() + 20;
+    while (performance.now() < end);
+    return { ok: true };
+  });
+  const pressed = (lh.worker as unknown as { d: { httpPressed: () => boolean } }).d.httpPressed;
+  const claims: { limit: number; pressed: boolean }[] = [];
+  const claim = lh.store.claim.bind(lh.store);
+  lh.store.claim = (owner, limit, leaseMs) => {
+    claims.push({ limit, pressed: pressed() });
+    return claim(owner, limit, leaseMs);
+  };
+  const url = await lh.listen({ port: 0, host: "127.0.0.1" });
+  const submitAll = (n: number) =>
+    Promise.all(Array.from({ length: n }, (_, i) => lh.submit({ type: "double", input: { n: i } })));
+  try {
+    let loading = true;
+    const load = (async () => {
+      while (loading) await (await fetch(`${url}/spin`)).arrayBuffer();
+    })();
+    await waitFor(async () => pressed(), 5000);
+    const first = await submitAll(300);
+    loading = false;
+    await load;
+    await waitFor(async () => !pressed(), 5000);
+    const second = await submitAll(300);
+    await waitFor(async () => {
+      const all = await Promise.all([...first, ...second].map((t) => lh.get(t.task_id)));
+      return all.every((t) => t.status === "succeeded");
+    }, 30_000);
+  } finally {
+    await lh.close();
+    dir.cleanup();
+  }
+  const whilePressed = claims.filter((c) => c.pressed);
+  assert.ok(whilePressed.length > 0, "the worker claimed while HTTP pressed the loop");
+  for (const c of whilePressed) assert.ok(c.limit <= 2, `a claim of ${c.limit} while pressed`);
+  assert.ok(
+    claims.some((c) => !c.pressed && c.limit > 2),
+    "once HTTP no longer presses, the worker claims for all its slots",
+  );
+});

@@ -4,7 +4,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { systemClock } from "../src/core/clock.ts";
 import type { EngineDeps } from "../src/engine/deps.ts";
 import { CLAIM_AHEAD_UNDER_MS } from "../src/engine/slots.ts";
-import { Worker } from "../src/engine/worker.ts";
+import { Worker, YIELD_IN_HAND } from "../src/engine/worker.ts";
 import type { Lease, WorkItem } from "../src/store/store.ts";
 import { quietLog } from "./helpers.ts";
 
@@ -108,6 +108,27 @@ test("slow handlers get no claim ahead: a claim asks only for free slots", async
   assert.ok(q.s.maxInHand <= 4, `nothing held beyond the 4 slots, saw ${q.s.maxInHand}`);
   for (const c of q.s.claims)
     assert.ok(c.limit <= 4 - c.inHand, `claim of ${c.limit} with ${c.inHand} in hand`);
+});
+
+test("while HTTP presses the loop the worker keeps at most YIELD_IN_HAND items in hand, and claims fully again after", async () => {
+  const q = fakeQueue(2000, 0);
+  let pressed = true;
+  const worker = new Worker({ ...q.deps, httpPressed: () => pressed }, { concurrency: 8, idleMs: 20 });
+  worker.start();
+  try {
+    await until(() => q.s.completed.length >= 200);
+    assert.ok(q.s.maxInHand <= YIELD_IN_HAND, `at most ${YIELD_IN_HAND} in hand, saw ${q.s.maxInHand}`);
+    for (const c of q.s.claims)
+      assert.ok(c.limit <= YIELD_IN_HAND - c.inHand, `claim of ${c.limit} with ${c.inHand} in hand`);
+    // Pressure ends: the next claims fill the slots and claim ahead again.
+    pressed = false;
+    await until(q.done);
+  } finally {
+    await worker.stop();
+  }
+  assert.equal(new Set(q.s.completed).size, 2000, "each item completed once");
+  assert.ok(q.s.maxInHand > YIELD_IN_HAND, `claimed fully once not pressed, saw ${q.s.maxInHand}`);
+  assert.ok(q.s.maxInHand <= 16);
 });
 
 test("stop runs the items claimed ahead: none is left leased", async () => {

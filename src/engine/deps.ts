@@ -36,4 +36,9 @@ export interface EngineDeps {
   /** How outbound webhooks are sent: retry schedule, SSRF policy, attempt timeout. */
   outbound: OutboundSettings;
   random?: () => number;
+  /**
+   * True while the HTTP server of the same process is pressed (`httpPressure`): the worker
+   * then keeps at most YIELD_IN_HAND items in hand. Absent: never pressed.
+   */
+  httpPressed?: () => boolean;
 }

@@ -15,6 +15,12 @@ import { reminder } from "./reminder.ts";
 import { Slots } from "./slots.ts";
 import { timeout } from "./timeout.ts";
 
+/**
+ * Items a worker keeps in hand while the HTTP server of its process is pressed: it still
+ * makes progress, and the loop answers requests first.
+ */
+export const YIELD_IN_HAND = 2;
+
 type Handler = (d: EngineDeps, item: WorkItem, lease: Lease) => Promise<void>;
 
 const handlers: Record<WorkKind, Handler> = {
@@ -122,7 +128,7 @@ export class Worker {
     let processed = 0;
     const mine = new Set<Promise<void>>();
     while (performance.now() < until) {
-      const free = this.slots.claimable(this.running.size);
+      const free = this.claimable();
       if (free > 0) {
         const claimed = (await this.safely(() => this.d.store.claim(this.id, free, this.leaseMs))) ?? [];
         for (const item of claimed) {
@@ -166,7 +172,7 @@ export class Worker {
         this.lastRecovery = now;
         await this.safely(() => this.d.store.recoverExpiredLeases());
       }
-      const free = this.slots.claimable(this.running.size);
+      const free = this.claimable();
       if (free === 0) {
         // Every slot is busy and nothing more is to be claimed ahead: the first item to
         // finish wakes the loop (track), so there is nothing to ask the store until then.
@@ -178,6 +184,15 @@ export class Worker {
       if (claimed.length > 0 && claimed.length === free) continue;
       await this.sleep(claimed.length > 0 ? 0 : await this.idleDelay());
     }
+  }
+
+  /**
+   * How many more items to claim: what the slots allow, and while HTTP presses the loop no more
+   * than YIELD_IN_HAND in hand (a completion pokes the loop, which then claims again).
+   */
+  private claimable(): number {
+    const free = this.slots.claimable(this.running.size);
+    return this.d.httpPressed?.() ? Math.min(free, Math.max(0, YIELD_IN_HAND - this.running.size)) : free;
   }
 
   private async idleDelay(): Promise<number> {
