@@ -21,15 +21,32 @@ const get = (port: number) =>
     req.end();
   });
 
-test("HTTP is pressed only while requests arrive and the loop is busy nearly all the time", async () => {
-  // Each request holds the loop for 20 ms: a client that keeps one in flight keeps it busy.
+test("HTTP is pressed only while requests keep arriving and the loop is busy nearly all the time", async () => {
+  // Each request holds the loop for `spinMs`: a client that keeps one in flight keeps it busy.
+  let spinMs = 2;
   const server = createServer((_req, res) => {
-    spin(20);
+    spin(spinMs);
     res.end("ok");
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   const { port } = server.address() as AddressInfo;
   const pressure = httpPressure(server);
+  let loading = false;
+  let load: Promise<void> = Promise.resolve();
+  const startLoad = () => {
+    loading = true;
+    load = (async () => {
+      while (loading) await get(port);
+    })();
+  };
+  const stopLoad = async () => {
+    loading = false;
+    await load;
+  };
+  const waitUntil = async (want: boolean) => {
+    const until = performance.now() + 5000;
+    while (pressure.pressed() !== want && performance.now() < until) await delay(20);
+  };
   try {
     await delay(250);
     assert.equal(pressure.pressed(), false, "idle: not pressed");
@@ -43,22 +60,28 @@ test("HTTP is pressed only while requests arrive and the loop is busy nearly all
     await delay(0);
     assert.equal(pressure.pressed(), false, "a busy loop without requests is not HTTP's pressure");
 
+    // A few slow requests keep the loop busy, but take a small part of what it could answer.
+    spinMs = 40;
+    startLoad();
+    for (let i = 0; i < 8; i++) {
+      await delay(50);
+      assert.equal(pressure.pressed(), false, "a few requests a window do not press it");
+    }
+    await stopLoad();
+
     // Requests back to back, each holding the loop: pressed within a few windows.
-    let loading = true;
-    const load = (async () => {
-      while (loading) await get(port);
-    })();
-    const seen = performance.now() + 5000;
-    while (!pressure.pressed() && performance.now() < seen) await delay(20);
+    spinMs = 2;
+    startLoad();
+    await waitUntil(true);
     assert.equal(pressure.pressed(), true, "requests arriving while the loop is busy press it");
-    loading = false;
-    await load;
+    await stopLoad();
 
     // Once they stop, the next windows are quiet again.
-    const quiet = performance.now() + 5000;
-    while (pressure.pressed() && performance.now() < quiet) await delay(20);
+    await waitUntil(false);
     assert.equal(pressure.pressed(), false, "no longer pressed once the requests stop");
   } finally {
+    loading = false;
+    await load;
     pressure.close();
     await new Promise((r) => server.close(r));
   }

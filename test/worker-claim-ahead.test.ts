@@ -4,7 +4,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { systemClock } from "../src/core/clock.ts";
 import type { EngineDeps } from "../src/engine/deps.ts";
 import { CLAIM_AHEAD_UNDER_MS } from "../src/engine/slots.ts";
-import { Worker, YIELD_IN_HAND } from "../src/engine/worker.ts";
+import { Worker, YIELD_CLAIM, YIELD_PAUSE_MS } from "../src/engine/worker.ts";
 import type { Lease, WorkItem } from "../src/store/store.ts";
 import { quietLog } from "./helpers.ts";
 
@@ -110,16 +110,23 @@ test("slow handlers get no claim ahead: a claim asks only for free slots", async
     assert.ok(c.limit <= 4 - c.inHand, `claim of ${c.limit} with ${c.inHand} in hand`);
 });
 
-test("while HTTP presses the loop the worker keeps at most YIELD_IN_HAND items in hand, and claims fully again after", async () => {
+test("while HTTP presses the loop the worker claims at most YIELD_CLAIM items at a time, a pause apart, and fully again after", async () => {
   const q = fakeQueue(2000, 0);
   let pressed = true;
+  const at: number[] = [];
+  const claim = q.deps.store.claim.bind(q.deps.store);
+  q.deps.store.claim = (owner, limit, leaseMs) => {
+    at.push(performance.now());
+    return claim(owner, limit, leaseMs);
+  };
   const worker = new Worker({ ...q.deps, httpPressed: () => pressed }, { concurrency: 8, idleMs: 20 });
   worker.start();
   try {
-    await until(() => q.s.completed.length >= 200);
-    assert.ok(q.s.maxInHand <= YIELD_IN_HAND, `at most ${YIELD_IN_HAND} in hand, saw ${q.s.maxInHand}`);
-    for (const c of q.s.claims)
-      assert.ok(c.limit <= YIELD_IN_HAND - c.inHand, `claim of ${c.limit} with ${c.inHand} in hand`);
+    await until(() => q.s.completed.length >= 100);
+    const whilePressed = q.s.claims.length;
+    for (const c of q.s.claims) assert.ok(c.limit <= YIELD_CLAIM, `a claim of ${c.limit} while pressed`);
+    for (let i = 1; i < whilePressed; i++)
+      assert.ok(at[i]! - at[i - 1]! >= YIELD_PAUSE_MS - 1, `claims ${at[i]! - at[i - 1]!} ms apart`);
     // Pressure ends: the next claims fill the slots and claim ahead again.
     pressed = false;
     await until(q.done);
@@ -127,8 +134,42 @@ test("while HTTP presses the loop the worker keeps at most YIELD_IN_HAND items i
     await worker.stop();
   }
   assert.equal(new Set(q.s.completed).size, 2000, "each item completed once");
-  assert.ok(q.s.maxInHand > YIELD_IN_HAND, `claimed fully once not pressed, saw ${q.s.maxInHand}`);
+  assert.ok(q.s.maxInHand > YIELD_CLAIM, `claimed fully once not pressed, saw ${q.s.maxInHand}`);
   assert.ok(q.s.maxInHand <= 16);
+});
+
+test("while HTTP presses the loop, slow handlers in hand do not stop the worker claiming", async () => {
+  // Every handler waits until released: the items in hand never end while pressed.
+  let release: () => void = () => {};
+  const gate = new Promise<void>((r) => {
+    release = r;
+  });
+  const items = advanceItems(20);
+  let next = 0;
+  const store = {
+    async claim(_owner: string, limit: number) {
+      const out = items.slice(next, next + limit);
+      next += out.length;
+      return out;
+    },
+    async loadForAdvance() {
+      await gate;
+      return null;
+    },
+    async complete() {},
+  };
+  const worker = new Worker(
+    { ...engineDeps(store), httpPressed: () => true },
+    { concurrency: 8, idleMs: 20 },
+  );
+  worker.start();
+  try {
+    await until(() => next >= 8);
+    assert.ok(next >= 8, "the worker kept claiming with slow items in hand");
+  } finally {
+    release();
+    await worker.stop();
+  }
 });
 
 test("stop runs the items claimed ahead: none is left leased", async () => {

@@ -38,7 +38,7 @@ export interface EngineDeps {
   random?: () => number;
   /**
    * True while the HTTP server of the same process is pressed (`httpPressure`): the worker
-   * then keeps at most YIELD_IN_HAND items in hand. Absent: never pressed.
+   * then claims at most YIELD_CLAIM items at a time, YIELD_PAUSE_MS apart. Absent: never pressed.
    */
   httpPressed?: () => boolean;
 }
