@@ -229,7 +229,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
 
   const outbound = outboundSettings(opts.outbound, secrets);
   const metrics = new Metrics();
-  // A worker beside the API keeps few items in hand while HTTP presses the loop (role all).
+  // A worker beside the API claims a few items at a time while HTTP presses the loop (role all).
   let pressure: HttpPressure | null = null;
   // The engine is loaded only by the roles that run it.
   const worker =

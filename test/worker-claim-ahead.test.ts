@@ -41,7 +41,7 @@ function fakeQueue(n: number, handlerMs: number) {
   const items = advanceItems(n);
   let next = 0;
   const s = {
-    claims: [] as { limit: number; inHand: number; running: number }[],
+    claims: [] as { limit: number; inHand: number; running: number; at: number }[],
     claimed: 0,
     completed: [] as string[],
     running: 0,
@@ -50,7 +50,12 @@ function fakeQueue(n: number, handlerMs: number) {
   };
   const store = {
     async claim(_owner: string, limit: number) {
-      s.claims.push({ limit, inHand: s.claimed - s.completed.length, running: s.running });
+      s.claims.push({
+        limit,
+        inHand: s.claimed - s.completed.length,
+        running: s.running,
+        at: performance.now(),
+      });
       const out = items.slice(next, next + limit);
       next += out.length;
       s.claimed += out.length;
@@ -113,20 +118,16 @@ test("slow handlers get no claim ahead: a claim asks only for free slots", async
 test("while HTTP presses the loop the worker claims at most YIELD_CLAIM items at a time, a pause apart, and fully again after", async () => {
   const q = fakeQueue(2000, 0);
   let pressed = true;
-  const at: number[] = [];
-  const claim = q.deps.store.claim.bind(q.deps.store);
-  q.deps.store.claim = (owner, limit, leaseMs) => {
-    at.push(performance.now());
-    return claim(owner, limit, leaseMs);
-  };
   const worker = new Worker({ ...q.deps, httpPressed: () => pressed }, { concurrency: 8, idleMs: 20 });
   worker.start();
   try {
     await until(() => q.s.completed.length >= 100);
-    const whilePressed = q.s.claims.length;
-    for (const c of q.s.claims) assert.ok(c.limit <= YIELD_CLAIM, `a claim of ${c.limit} while pressed`);
-    for (let i = 1; i < whilePressed; i++)
-      assert.ok(at[i]! - at[i - 1]! >= YIELD_PAUSE_MS - 1, `claims ${at[i]! - at[i - 1]!} ms apart`);
+    const c = q.s.claims;
+    for (const { limit } of c) assert.ok(limit <= YIELD_CLAIM, `a claim of ${limit} while pressed`);
+    for (let i = 1; i < c.length; i++) {
+      const apart = c[i]!.at - c[i - 1]!.at;
+      assert.ok(apart >= YIELD_PAUSE_MS - 1, `claims ${apart} ms apart`);
+    }
     // Pressure ends: the next claims fill the slots and claim ahead again.
     pressed = false;
     await until(q.done);
@@ -164,8 +165,8 @@ test("while HTTP presses the loop, slow handlers in hand do not stop the worker 
   );
   worker.start();
   try {
+    // Times out (and fails) unless claims go on while every item in hand is stuck.
     await until(() => next >= 8);
-    assert.ok(next >= 8, "the worker kept claiming with slow items in hand");
   } finally {
     release();
     await worker.stop();
