@@ -13,7 +13,7 @@ import { providerRegistry, taskTypeRegistry } from "./engine/registry.ts";
 import type { Worker, WorkerOptions } from "./engine/worker.ts";
 import { schemaErrorFormatter } from "./http/error-handler.ts";
 import type { EventStreamsOptions } from "./http/event-streams.ts";
-import { type FetchOptions, fetchHandler } from "./http/fetch.ts";
+import { type ClientAddress, type FetchOptions, fetchHandler } from "./http/fetch.ts";
 import { type HttpPressure, httpPressure } from "./http/http-pressure.ts";
 import { safeLoggerOptions } from "./http/log-redaction.ts";
 import { parseListen, startMetricsServer } from "./http/metrics-server.ts";
@@ -107,6 +107,12 @@ export interface LonghaulOptions {
    * `public: true` opens it on the API address to anyone.
    */
   metrics?: { listen?: string; public?: boolean };
+  /**
+   * `lh.fetch`: where the client's address of a request is found when the call gives no
+   * `remoteAddress` (Cloudflare: `(r) => r.headers.get("cf-connecting-ip")`). Unknown, a
+   * request is counted against no address (README "Serverless and edge").
+   */
+  clientAddress?: ClientAddress;
 }
 
 /** `lh.submit`'s request: the body of `POST /v1/tasks`. */
@@ -298,7 +304,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
   const args = <T>(a: string | undefined | T, b: T | undefined): [string | undefined, T] =>
     b === undefined ? [undefined, a as T] : [a as string | undefined, b];
 
-  const fetch = fetchHandler(server);
+  const fetch = fetchHandler(server, { clientAddress: opts.clientAddress, log });
 
   return {
     store,

@@ -2,7 +2,13 @@
 // (ARCHITECTURE §5): the engine with its HTTP API, and the stores.
 export { createLonghaul, createLonghaul as longhaul, type Longhaul, type LonghaulOptions } from "./app.ts";
 export type { IdGenerator } from "./core/ids.ts";
-export { type FetchHandler, type FetchOptions, fetchHandler } from "./http/fetch.ts";
+export {
+  type ClientAddress,
+  type FetchHandler,
+  type FetchHandlerOptions,
+  type FetchOptions,
+  fetchHandler,
+} from "./http/fetch.ts";
 export {
   type ApiGatewayV2Event,
   type ApiGatewayV2Result,

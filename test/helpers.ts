@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { pino } from "pino";
+import { Writable } from "node:stream";
+import { type Logger, pino } from "pino";
 import type { Store } from "../src/store/store.ts";
 
 /** A fresh temporary directory, removed by the returned cleanup. */
@@ -64,4 +65,16 @@ export async function loopFreeDuringSync(store: Store): Promise<string[][]> {
     orders.push(order);
   }
   return orders;
+}
+
+/** A logger at `level` (default info) whose lines are kept, parsed, in `lines`. */
+export function captureLog(level = "info"): { lines: Record<string, unknown>[]; log: Logger } {
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString("utf8").split("\n")) if (line) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  return { lines, log: pino({ level }, sink) };
 }

@@ -35,6 +35,9 @@ export interface LambdaOptions {
   eventStreamMs?: number;
 }
 
+/** The origin of every request built from an event; only its path and query are read. */
+const ORIGIN = "https://lambda.invalid";
+
 const TEXT = /^(text\/|application\/(json|javascript|xml|x-www-form-urlencoded)|[^;]*\+(json|xml))/i;
 
 /**
@@ -56,15 +59,19 @@ export function toLambdaHandler(
       if (value !== undefined) headers.set(name, value);
     }
     if (event.cookies?.length) headers.set("cookie", event.cookies.join("; "));
-    const host = event.requestContext.domainName ?? headers.get("host") ?? "localhost";
-    const query = event.rawQueryString ? `?${event.rawQueryString}` : "";
+    // The path and query as API Gateway routed them, on a fixed origin: a Host header
+    // (`h/v1/admin/tenants#`) or a domain name can never rewrite the path. Routes read the
+    // Host header itself where they need it.
+    const url = new URL(ORIGIN);
+    url.pathname = event.rawPath;
+    url.search = event.rawQueryString ?? "";
     const body =
       event.body === undefined || method === "GET" || method === "HEAD"
         ? undefined
         : Buffer.from(event.body, event.isBase64Encoded ? "base64" : "utf8");
     const abort = new AbortController();
     const response = await lh.fetch(
-      new Request(`https://${host}${event.rawPath}${query}`, {
+      new Request(url, {
         method,
         headers,
         ...(body ? { body: new Uint8Array(body) } : {}),

@@ -85,6 +85,16 @@ export function countHook(
   return w.exceeded ? rateLimited("hooks", w.limit, w.resetS) : null;
 }
 
+/**
+ * The address `lh.fetch` gives a request whose client address it was not told (./fetch.ts):
+ * the unspecified address, which no connection's peer can have. Such requests are not counted
+ * against an address: one bucket for all of them would let any client lock out every other.
+ */
+export const UNKNOWN_ADDRESS = "0.0.0.0";
+
+/** The limits counted per client address, by kind. */
+const PER_ADDRESS: ReadonlySet<Kind> = new Set(["unauthenticated", "hooks", "callbacks", "approvals"]);
+
 /** The public routes limited by client address, by the route they matched. */
 function publicKind(url: string | undefined): Kind | null {
   if (url === "/hooks/:source") return "hooks";
@@ -109,7 +119,8 @@ export interface RateLimits {
  * `@fastify/rate-limit` in this node's memory in fixed one-minute windows. Over the limit:
  * 429 `RATE_LIMITED` with `Retry-After` (seconds until the window ends). Each node counts on
  * its own, so N nodes behind a balancer allow up to N times the limit. The address is the
- * socket's peer: behind a proxy every client shares the proxy's address.
+ * socket's peer: behind a proxy every client shares the proxy's address. A request handed to
+ * `lh.fetch` without its client's address is counted per tenant only (`UNKNOWN_ADDRESS`).
  */
 export function installRateLimits(
   app: FastifyInstance,
@@ -140,6 +151,7 @@ export function installRateLimits(
   const checks = new Map<Exclude<Kind, "hooks">, Check>();
 
   const check = async (kind: Kind, req: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    if (req.ip === UNKNOWN_ADDRESS && PER_ADDRESS.has(kind)) return;
     if (kind === "hooks") {
       const limited = hooks && countHook(hooks, keyOf.hooks(req), (name, value) => reply.header(name, value));
       if (limited) throw limited;
