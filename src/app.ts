@@ -14,7 +14,7 @@ import type { Worker, WorkerOptions } from "./engine/worker.ts";
 import { schemaErrorFormatter } from "./http/error-handler.ts";
 import type { EventStreamsOptions } from "./http/event-streams.ts";
 import { type ClientAddress, type FetchOptions, fetchHandler } from "./http/fetch.ts";
-import { type HttpPressure, httpPressure } from "./http/http-pressure.ts";
+import { type HttpPressure, httpPressure, type PressureSignals } from "./http/http-pressure.ts";
 import { safeLoggerOptions } from "./http/log-redaction.ts";
 import { parseListen, startMetricsServer } from "./http/metrics-server.ts";
 import { taskDetail } from "./http/serialize.ts";
@@ -113,6 +113,11 @@ export interface LonghaulOptions {
    * request is counted against no address (README "Serverless and edge").
    */
   clientAddress?: ClientAddress;
+  /**
+   * What a worker beside the API (role `all`) reads to yield to HTTP: the event loop's busy
+   * share and the windows it is read in. Default: this process's own (ARCHITECTURE §4.2).
+   */
+  pressureSignals?: PressureSignals;
 }
 
 /** `lh.submit`'s request: the body of `POST /v1/tasks`. */
@@ -280,7 +285,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     // A worker node answers its health probe and metrics, not the API (README "Commands").
     routes: role === "worker" ? "health" : "all",
   });
-  if (role === "all") pressure = httpPressure(server.server);
+  if (role === "all") pressure = httpPressure(server.server, opts.pressureSignals);
   let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | null = null;
 
   // Embedded calls: the use cases the HTTP routes call, for the tenant the caller names or

@@ -460,16 +460,20 @@ test("a worker node answers its health probe and nothing of the API", async () =
 
 test("beside the API (role all), the worker claims a few items at a time while HTTP presses the loop", async () => {
   const dir = tempDir();
+  // The loop's busy share and the gauge's windows are the test's; the requests are real.
+  let busy = 0;
+  let endWindow: () => void = () => {};
   const lh = await createLonghaul({
     databaseUrl: `sqlite:${join(dir.dir, "pressed.db")}`,
     tasks: [doubler],
     logger: quietLog(),
-  });
-  // Each request holds the loop for 2 ms.
-  lh.server.get("/spin", async () => {
-    const end = performance.now() + 2;
-    while (performance.now() < end);
-    return { ok: true };
+    pressureSignals: {
+      busyShare: () => busy,
+      everyWindow: (fn) => {
+        endWindow = fn;
+        return () => {};
+      },
+    },
   });
   const pressed = (lh.worker as unknown as { d: { httpPressed: () => boolean } }).d.httpPressed;
   const claims: { limit: number; pressed: boolean }[] = [];
@@ -479,36 +483,44 @@ test("beside the API (role all), the worker claims a few items at a time while H
     return claim(owner, limit, leaseMs);
   };
   const url = await lh.listen({ port: 0, host: "127.0.0.1" });
-  const submitAll = (n: number) =>
-    Promise.all(Array.from({ length: n }, (_, i) => lh.submit({ type: "double", input: { n: i } })));
-  try {
-    let loading = true;
-    // Eight clients, each with one request in flight: requests keep arriving while the
-    // worker runs.
-    const load = Promise.all(
-      Array.from({ length: 8 }, async () => {
-        while (loading) await (await fetch(`${url}/spin`)).arrayBuffer();
-      }),
+  const runAll = async (n: number) => {
+    const tasks = await Promise.all(
+      Array.from({ length: n }, (_, i) => lh.submit({ type: "double", input: { n: i } })),
     );
-    await waitFor(async () => pressed(), 5000);
-    const first = await submitAll(300);
-    loading = false;
-    await load;
-    await waitFor(async () => !pressed(), 5000);
-    const second = await submitAll(300);
     await waitFor(async () => {
-      const all = await Promise.all([...first, ...second].map((t) => lh.get(t.task_id)));
+      const all = await Promise.all(tasks.map((t) => lh.get(t.task_id)));
       return all.every((t) => t.status === "succeeded");
     }, 30_000);
+  };
+  let whilePressed: typeof claims = [];
+  let afterwards: typeof claims = [];
+  try {
+    // Requests through the server's own socket, and a loop busy nearly all the window.
+    for (let i = 0; i < 12; i++) await (await fetch(`${url}/healthz`)).arrayBuffer();
+    busy = 0.95;
+    endWindow();
+    assert.equal(pressed(), true, "the worker reads the server's pressure");
+    // Pressed until the next window ends: every claim of this batch is made while pressed.
+    const before = claims.length;
+    await runAll(100);
+    whilePressed = claims.slice(before);
+    // A window with no requests: no longer pressed.
+    endWindow();
+    assert.equal(pressed(), false);
+    const next = claims.length;
+    await runAll(100);
+    afterwards = claims.slice(next);
   } finally {
     await lh.close();
     dir.cleanup();
   }
-  const whilePressed = claims.filter((c) => c.pressed);
   assert.ok(whilePressed.length > 0, "the worker claimed while HTTP pressed the loop");
-  for (const c of whilePressed) assert.ok(c.limit <= YIELD_CLAIM, `a claim of ${c.limit} while pressed`);
+  for (const c of whilePressed) {
+    assert.equal(c.pressed, true);
+    assert.ok(c.limit <= YIELD_CLAIM, `a claim of ${c.limit} while pressed`);
+  }
   assert.ok(
-    claims.some((c) => !c.pressed && c.limit > YIELD_CLAIM),
+    afterwards.some((c) => !c.pressed && c.limit > YIELD_CLAIM),
     "once HTTP no longer presses, the worker claims for all its slots",
   );
 });

@@ -78,3 +78,12 @@ export function captureLog(level = "info"): { lines: Record<string, unknown>[]; 
   });
   return { lines, log: pino({ level }, sink) };
 }
+
+/**
+ * This process's CPU time so far (user and system), in ms: a bound on the CPU a piece of work
+ * takes holds on a busy machine, where other processes stretch its wall-clock time.
+ */
+export function cpuNowMs(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+}

@@ -2,14 +2,7 @@ import assert from "node:assert/strict";
 import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { test } from "node:test";
-import { setTimeout as delay } from "node:timers/promises";
 import { httpPressure } from "../src/http/http-pressure.ts";
-
-/** Holds the event loop for `ms`, as a busy handler would. */
-const spin = (ms: number) => {
-  const end = performance.now() + ms;
-  while (performance.now() < end);
-};
 
 const get = (port: number) =>
   new Promise<void>((resolve) => {
@@ -21,68 +14,59 @@ const get = (port: number) =>
     req.end();
   });
 
-test("HTTP is pressed only while requests keep arriving and the loop is busy nearly all the time", async () => {
-  // Each request holds the loop for `spinMs`: a client that keeps one in flight keeps it busy.
-  let spinMs = 2;
-  const server = createServer((_req, res) => {
-    spin(spinMs);
-    res.end("ok");
-  });
+/** A gauge on a real server whose busy share and windows the test sets. */
+async function gauge() {
+  const server = createServer((_req, res) => res.end("ok"));
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   const { port } = server.address() as AddressInfo;
-  const pressure = httpPressure(server);
-  let loading = false;
-  let load: Promise<void> = Promise.resolve();
-  const startLoad = () => {
-    loading = true;
-    load = (async () => {
-      while (loading) await get(port);
-    })();
+  let busy = 0;
+  let endWindow: () => void = () => {};
+  let stopped = false;
+  const pressure = httpPressure(server, {
+    busyShare: () => busy,
+    everyWindow: (fn) => {
+      endWindow = fn;
+      return () => {
+        stopped = true;
+      };
+    },
+  });
+  return {
+    pressure,
+    /** Sends `n` real requests, then closes the window with the loop busy `share` of it. */
+    async window(n: number, share: number) {
+      for (let i = 0; i < n; i++) await get(port);
+      busy = share;
+      endWindow();
+      return pressure.pressed();
+    },
+    stopped: () => stopped,
+    close: async () => {
+      pressure.close();
+      await new Promise((r) => server.close(r));
+    },
   };
-  const stopLoad = async () => {
-    loading = false;
-    await load;
-  };
-  const waitUntil = async (want: boolean) => {
-    const until = performance.now() + 5000;
-    while (pressure.pressed() !== want && performance.now() < until) await delay(20);
-  };
+}
+
+test("HTTP is pressed only in a window where requests kept arriving and the loop was busy nearly all of it", async () => {
+  const g = await gauge();
   try {
-    await delay(250);
-    assert.equal(pressure.pressed(), false, "idle: not pressed");
-
-    // The loop busy with no request arriving (a worker's own backlog): not pressed.
-    const busyUntil = performance.now() + 400;
-    while (performance.now() < busyUntil) {
-      spin(50);
-      await new Promise((r) => setImmediate(r));
-    }
-    await delay(0);
-    assert.equal(pressure.pressed(), false, "a busy loop without requests is not HTTP's pressure");
-
-    // A few slow requests keep the loop busy, but take a small part of what it could answer.
-    spinMs = 40;
-    startLoad();
-    for (let i = 0; i < 8; i++) {
-      await delay(50);
-      assert.equal(pressure.pressed(), false, "a few requests a window do not press it");
-    }
-    await stopLoad();
-
-    // Requests back to back, each holding the loop: pressed within a few windows.
-    spinMs = 2;
-    startLoad();
-    await waitUntil(true);
-    assert.equal(pressure.pressed(), true, "requests arriving while the loop is busy press it");
-    await stopLoad();
-
-    // Once they stop, the next windows are quiet again.
-    await waitUntil(false);
-    assert.equal(pressure.pressed(), false, "no longer pressed once the requests stop");
+    assert.equal(g.pressure.pressed(), false, "before any window: not pressed");
+    assert.equal(await g.window(0, 0), false, "idle: not pressed");
+    assert.equal(await g.window(0, 1), false, "a busy loop without requests is not HTTP's pressure");
+    assert.equal(await g.window(5, 1), false, "a few requests a window do not press it");
+    assert.equal(
+      await g.window(12, 0.5),
+      false,
+      "many requests on a loop with time to spare do not press it",
+    );
+    assert.equal(await g.window(12, 0.95), true, "requests arriving while the loop is busy press it");
+    assert.equal(g.pressure.pressed(), true, "it stays pressed until the next window ends");
+    assert.equal(await g.window(0, 0.95), false, "no longer pressed once the requests stop");
+    assert.equal(await g.window(10, 0.9), true, "10 requests and a 90 % busy loop are enough");
   } finally {
-    loading = false;
-    await load;
-    pressure.close();
-    await new Promise((r) => server.close(r));
+    await g.close();
   }
+  assert.equal(g.pressure.pressed(), false, "closed: not pressed");
+  assert.equal(g.stopped(), true, "closing stops the windows");
 });

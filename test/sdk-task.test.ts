@@ -165,12 +165,10 @@ describe("task() over HTTP: schema at submit, replay-aware log, cancel signal", 
     const r = await stack.api("/v1/tasks", { body: { type: "test.patient", input: {} } });
     const id = r.body.task_id as string;
     await waitFor(() => started.has(id), 5_000, "the step to start");
-    const canceledAt = Date.now();
     const c = await stack.api(`/v1/tasks/${id}/cancel`, { method: "POST" });
     assert.equal(c.status, 200, JSON.stringify(c.body));
     await waitFor(() => sawAbort.has(id), 5_000, "the step to see the abort");
     assert.equal(sawAbort.get(id), true);
-    assert.ok(Date.now() - canceledAt < 5_000);
     assert.equal((await stack.api(`/v1/tasks/${id}`)).body.status, "canceled");
   });
 });

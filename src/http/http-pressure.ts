@@ -17,6 +17,31 @@ export interface HttpPressure {
   close(): void;
 }
 
+/** What the gauge reads; the defaults are the process's own (tests give their own). */
+export interface PressureSignals {
+  /** The share of the time since the last call that the event loop was busy, 0 to 1. */
+  busyShare?: () => number;
+  /** Calls `fn` once a window; returns what stops it. */
+  everyWindow?: (fn: () => void, ms: number) => () => void;
+}
+
+/** The event loop's busy share since the last call, from `performance.eventLoopUtilization`. */
+function loopBusyShare(): () => number {
+  let last = performance.eventLoopUtilization();
+  return () => {
+    const now = performance.eventLoopUtilization();
+    const share = performance.eventLoopUtilization(now, last).utilization;
+    last = now;
+    return share;
+  };
+}
+
+function unrefInterval(fn: () => void, ms: number): () => void {
+  const timer = setInterval(fn, ms);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
 /**
  * Reads whether the HTTP server of this process is pressed: requests kept arriving in the
  * last WINDOW_MS (at least MIN_REQUESTS) and the event loop was busy for nearly all of it. A
@@ -24,26 +49,24 @@ export interface HttpPressure {
  * pause apart, so the loop answers requests first and the worker takes what they leave
  * (ARCHITECTURE §4.2).
  */
-export function httpPressure(server: Server): HttpPressure {
+export function httpPressure(server: Server, signals: PressureSignals = {}): HttpPressure {
+  const busyShare = signals.busyShare ?? loopBusyShare();
   let requests = 0;
   let pressed = false;
-  let last = performance.eventLoopUtilization();
   const onRequest = () => {
     requests++;
   };
   server.on("request", onRequest);
-  const timer = setInterval(() => {
-    const now = performance.eventLoopUtilization();
-    pressed =
-      requests >= MIN_REQUESTS && performance.eventLoopUtilization(now, last).utilization >= BUSY_SHARE;
-    last = now;
+  const stop = (signals.everyWindow ?? unrefInterval)(() => {
+    // Read every window, so that each reading covers one window only.
+    const busy = busyShare() >= BUSY_SHARE;
+    pressed = requests >= MIN_REQUESTS && busy;
     requests = 0;
   }, WINDOW_MS);
-  timer.unref();
   return {
     pressed: () => pressed,
     close: () => {
-      clearInterval(timer);
+      stop();
       server.off("request", onRequest);
       pressed = false;
     },
