@@ -1,5 +1,7 @@
 import type { ErrorCode, ErrorInfo } from "./errors.ts";
-import type { JobUsage, ProviderEvent } from "./provider-event.ts";
+import type { JobEventType, JobUsage, ProviderEvent } from "./provider-event.ts";
+
+export type { JobEventType };
 
 /**
  * External job states. They only move forward (ARCHITECTURE §3.3): a `job.running` that
@@ -47,8 +49,7 @@ export const jobEventTypes = {
   "job.succeeded": "succeeded",
   "job.failed": "failed",
   "job.canceled": "canceled",
-} as const satisfies Record<string, JobStatus>;
-export type JobEventType = keyof typeof jobEventTypes;
+} as const satisfies Record<JobEventType, JobStatus>;
 
 export function isJobEventType(t: string): t is JobEventType {
   return Object.hasOwn(jobEventTypes, t);

@@ -1,4 +1,8 @@
-import type { JobEventType } from "./job.ts";
+/**
+ * The provider event types of ARCHITECTURE §7; `jobEventTypes` in ./job.ts says which job
+ * state each one means.
+ */
+export type JobEventType = "job.created" | "job.running" | "job.succeeded" | "job.failed" | "job.canceled";
 
 /** Token counts a provider reports for one job; they feed the tenant's token budget (ARCHITECTURE §4.6). */
 export interface JobUsage {

@@ -8,7 +8,7 @@ import {
   StepError,
   toErrorInfo,
 } from "./errors.ts";
-import type { RunResult, RunTaskArgs } from "./replay.ts";
+import type { RunResult, RunTaskArgs } from "./replay-contract.ts";
 import type { StepKind, StoredStep } from "./step.ts";
 import { type LogLevel, logLine, MAX_LOG_LINES_PER_ADVANCE, type TaskLog } from "./task-log.ts";
 import type { WaitRequest } from "./wait.ts";

@@ -2,7 +2,7 @@ import type { Duration } from "./duration.ts";
 import { toMs } from "./duration.ts";
 import { NonRetriableError, StepError, toErrorInfo } from "./errors.ts";
 import { declaredMaxTokens } from "./quota.ts";
-import type { RunOutcome } from "./replay.ts";
+import type { RunOutcome } from "./replay-contract.ts";
 import { FATAL, fail, INVALID, never, type ReplayRun } from "./replay-run.ts";
 import type {
   ApprovalOptions,

@@ -9,8 +9,8 @@ import type { InboxStore, OutboundStore, QueueStore, TaskStore, WaitStore } from
 /** The store roles the worker uses: no tenants, event log or meta. */
 export type EngineStore = TaskStore & InboxStore & WaitStore & QueueStore & OutboundStore;
 
+import type { Registry } from "../core/registry.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
-import type { Registry } from "./registry.ts";
 
 /** What the work handlers need. Wired once in `src/app.ts`. */
 export interface EngineDeps {

@@ -1,5 +1,5 @@
 import { LonghaulError } from "../core/errors.ts";
-import { checkWith } from "./node-with.ts";
+import { checkWith, type NodeKind, nodeKinds } from "./node-with.ts";
 import {
   MAX_REFERENCES,
   parseTemplate,
@@ -8,9 +8,7 @@ import {
   tooManyReferences,
 } from "./template.ts";
 
-/** The kinds of node a graph can hold; each is one step of the same name. */
-export const nodeKinds = ["job", "callback", "approval", "sleep"] as const;
-export type NodeKind = (typeof nodeKinds)[number];
+export { type NodeKind, nodeKinds };
 
 /**
  * One node, as validated. `with` may still hold `{{ … }}` templates; they are resolved when

@@ -1,7 +1,10 @@
 import { type Duration, MAX_DURATION_MS, parseDuration } from "../core/duration.ts";
 import { LonghaulError } from "../core/errors.ts";
 import type { ApprovalRequest } from "../core/task-type.ts";
-import type { NodeKind } from "./graph-spec.ts";
+
+/** The kinds of node a graph can hold; each is one step of the same name. */
+export const nodeKinds = ["job", "callback", "approval", "sleep"] as const;
+export type NodeKind = (typeof nodeKinds)[number];
 
 /** A job node's `with`. `provider` defaults to `"sim"`, `input` to `{}`. */
 export interface JobWith {

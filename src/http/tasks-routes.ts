@@ -1,5 +1,5 @@
+import type { Registry } from "../core/registry.ts";
 import type { TaskType } from "../core/task-type.ts";
-import type { Registry } from "../engine/registry.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { TaskStore, WaitStore } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";

@@ -1,13 +1,7 @@
-import { json } from "../json.ts";
 import { fanOut } from "../ops/fan-out.ts";
 import type { AppendedEvent } from "../sql/tx.ts";
 import { advisoryLock, type Ctx } from "./db.ts";
 import { txOf } from "./tx.ts";
-
-/** Emits a task event from the current operation; it is appended at the end of the transaction. */
-export function emit(c: Ctx, tenantId: string, taskId: string, type: string, data: unknown): void {
-  c.effects.events.push({ tenantId, taskId, type, data: json(data), createdAt: c.clock.now() });
-}
 
 /**
  * Appends the operation's events in one statement, just before COMMIT, NOTIFYs

@@ -1,7 +1,7 @@
+import { json } from "../json.ts";
 import type { Tx } from "../sql/tx.ts";
 import { postgresDialect } from "../sql/tx.ts";
 import { advisoryLock, type Ctx } from "./db.ts";
-import { emit } from "./event-log.ts";
 import { enqueue } from "./queue-ops.ts";
 
 const rewritten = new Map<string, string>();
@@ -37,7 +37,10 @@ export function txOf(c: Ctx): Tx {
       run: (text, params = []) => c.sql.run(positional(text), params),
       bool: (v) => v,
       lock: (key) => advisoryLock(c, key),
-      emit: (tenantId, taskId, type, data) => emit(c, tenantId, taskId, type, data),
+      // Appended at the end of the transaction (./event-log.ts appendTaskEvents).
+      emit: (tenantId, taskId, type, data) => {
+        c.effects.events.push({ tenantId, taskId, type, data: json(data), createdAt: c.clock.now() });
+      },
       wake: () => {
         c.effects.work = true;
       },
