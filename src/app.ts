@@ -20,7 +20,7 @@ import { parseListen, startMetricsServer } from "./http/metrics-server.ts";
 import { taskDetail } from "./http/serialize.ts";
 import { buildServer } from "./http/server.ts";
 import { loadValidation, validatorCompiler } from "./http/validator.ts";
-import { buildSource, type Source, type SourceConfig } from "./ingress/sources.ts";
+import { buildSource, checkSources, type Source, type SourceConfig } from "./ingress/sources.ts";
 import { Metrics } from "./metrics/metrics.ts";
 import { type OutboundConfig, outboundSettings } from "./outbound/settings.ts";
 import type { Provider } from "./providers/provider.ts";
@@ -207,6 +207,15 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
   const providers = providerRegistry(opts.providers);
   const sources = new Map<string, Source>();
   for (const [name, cfg] of Object.entries(opts.sources ?? {})) sources.set(name, buildSource(name, cfg));
+  const dedupeHorizonMs = opts.dedupeHorizonMs ?? 7 * 24 * 3_600_000;
+  const confirmSources = checkSources(
+    sources,
+    (name) => {
+      const provider = providers.find(name);
+      return provider && provider.status !== undefined;
+    },
+    dedupeHorizonMs,
+  );
 
   let publicUrl = opts.publicUrl?.replace(/\/$/, "") ?? null;
   const webhookUrlFor = (provider: string) => {
@@ -259,7 +268,8 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
             defaultWaitMs,
             defaultTimeoutMs: opts.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS,
             pollAfterMs: opts.pollAfterMs ?? 60_000,
-            dedupeHorizonMs: opts.dedupeHorizonMs ?? 7 * 24 * 3_600_000,
+            dedupeHorizonMs,
+            confirmSources,
             signalRetentionMs: limits.signal_retention_s * 1000,
             outbound,
             httpPressed: () => pressure?.pressed() ?? false,

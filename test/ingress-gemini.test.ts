@@ -78,6 +78,15 @@ before(async () => {
         audience: AUDIENCE,
         body_hash_claim: false,
       },
+      // The same, reading its token from webhook-signature only.
+      "gemini-signature": {
+        provider: "gemini",
+        scheme: "jwt",
+        jwks_url: jwksUrl,
+        issuer: ISSUER,
+        audience: AUDIENCE,
+        token_header: "webhook-signature",
+      },
       // A static (project) source: Standard Webhooks HMAC with the console's whsec_ secret.
       "gemini-static": { provider: "gemini", scheme: "standard-webhooks", secrets: [WHSEC] },
     },
@@ -90,35 +99,85 @@ after(async () => {
 });
 
 describe("Gemini per-request (dynamic) webhooks", () => {
-  test("a delivery with the JWT in webhook-signature is accepted and recorded under its webhook-id", async () => {
-    const body = envelope("b1");
-    const r = await post(
-      "gemini",
-      {
-        "webhook-id": "wh_b1",
-        "webhook-timestamp": String(nowS()),
-        "webhook-signature": await googleToken(),
-      },
+  const tokenId = (token: string) => `jwt:${createHash("sha256").update(token).digest("hex")}`;
+  const deliver = async (token: string, webhookId: string, body: Buffer, source = "gemini") =>
+    post(
+      source,
+      { "webhook-id": webhookId, "webhook-timestamp": String(nowS()), "webhook-signature": token },
       body,
     );
+  /** What a captured token is replayed with: an operation that claims to be done, with chosen output. */
+  const forged = (id: string) =>
+    Buffer.from(JSON.stringify({ name: `batches/${id}`, done: true, response: { forged: true } }));
+
+  test("a delivery with the JWT in webhook-signature is recorded under the token's SHA-256, not its unsigned webhook-id", async () => {
+    const token = await googleToken();
+    const r = await deliver(token, "wh_b1", envelope("b1"));
     assert.equal(r.status, 200, JSON.stringify(r.body));
     assert.deepEqual(r.body, { received: true, duplicate: false });
-    assert.ok(eventIds("gemini").includes("wh_b1"));
+    assert.ok(eventIds("gemini").includes(tokenId(token)));
+    assert.ok(!eventIds("gemini").includes("wh_b1"));
   });
 
-  test("a retry under the same webhook-id, with a fresh token behind a v1, prefix, is a duplicate", async () => {
+  test("the same token and body again are a duplicate, whatever webhook-id or prefix comes with them", async () => {
     const body = envelope("b2");
-    const headers = async (signature: string) => ({
-      "webhook-id": "wh_b2",
-      "webhook-timestamp": String(nowS()),
-      "webhook-signature": signature,
-    });
-    const first = await post("gemini", await headers(await googleToken()), body);
+    const token = await googleToken();
+    assert.deepEqual((await deliver(token, "wh_b2", body)).body, { received: true, duplicate: false });
+    for (const [webhookId, signature] of [
+      ["wh_b2", token],
+      ["wh_b2_chosen", token],
+      ["wh_b2_other", `v1,${token}`],
+    ]) {
+      const again = await deliver(signature!, webhookId!, body);
+      assert.equal(again.status, 200);
+      assert.deepEqual(again.body, { received: true, duplicate: true }, webhookId);
+    }
+    assert.equal(eventIds("gemini").filter((id) => id === tokenId(token)).length, 1);
+    assert.ok(!eventIds("gemini").some((id) => id.startsWith("wh_b2")));
+  });
+
+  test("a captured token replayed with another body is refused, under its webhook-id or another, and nothing is recorded", async () => {
+    const token = await googleToken();
+    assert.equal((await deliver(token, "wh_b3", envelope("b3"))).status, 200);
+    const before = stack.inboxCount("gemini");
+    for (const [webhookId, body] of [
+      ["wh_b3", forged("b3")],
+      ["wh_b3_chosen", forged("b3")],
+      ["wh_b3_chosen", envelope("b3-other")],
+    ] as const) {
+      const replay = await deliver(token, webhookId, body);
+      assert.equal(replay.status, 401, webhookId);
+      const error = replay.body.error as { code: string; message: string };
+      assert.equal(error.code, "TOKEN_REPLAYED");
+      assert.match(error.message, /fresh token/);
+    }
+    assert.equal(stack.inboxCount("gemini"), before);
+  });
+
+  test("a retry under the same webhook-id with a fresh token is another event (applying it twice is harmless)", async () => {
+    const body = envelope("b4");
+    const first = await deliver(await googleToken(), "wh_b4", body);
+    const retry = await deliver(`v1,${await googleToken()}`, "wh_b4", body);
     assert.deepEqual(first.body, { received: true, duplicate: false });
-    const retry = await post("gemini", await headers(`v1,${await googleToken()}`), body);
-    assert.equal(retry.status, 200);
-    assert.deepEqual(retry.body, { received: true, duplicate: true });
-    assert.equal(eventIds("gemini").filter((id) => id === "wh_b2").length, 1);
+    assert.deepEqual(retry.body, { received: true, duplicate: false });
+  });
+
+  test("a Pub/Sub token in Authorization is not bound to one body: Pub/Sub attaches one token to many messages", async () => {
+    const token = await googleToken({ jti: undefined });
+    for (const id of ["p1", "p2"]) {
+      const r = await post("gemini", { authorization: `Bearer ${token}` }, envelope(id));
+      assert.deepEqual(r.body, { received: true, duplicate: false }, id);
+    }
+  });
+
+  test("a source with token_header webhook-signature takes no Bearer token, so a captured one cannot come back unbound", async () => {
+    const token = await googleToken();
+    assert.equal((await deliver(token, "wh_b5", envelope("b5"), "gemini-signature")).status, 200);
+    const before = stack.inboxCount("gemini-signature");
+    const replay = await post("gemini-signature", { authorization: `Bearer ${token}` }, forged("b5"));
+    assert.equal(replay.status, 401);
+    assert.equal((replay.body.error as { code: string }).code, "SIGNATURE_MISSING");
+    assert.equal(stack.inboxCount("gemini-signature"), before);
   });
 
   test("the same token in Authorization: Bearer is accepted too, deduped on jti and body", async () => {

@@ -4,8 +4,9 @@ import http from "node:http";
 import { Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
 import { pino } from "pino";
+import { signSlack } from "../src/ingress/slack.ts";
 import { signStandardWebhook } from "../src/webhooks/standard-webhooks.ts";
-import { type IngressStack, rawRequest, startIngressStack } from "./ingress-stack.ts";
+import { HMAC_SECRET, type IngressStack, rawRequest, startIngressStack } from "./ingress-stack.ts";
 import { SIM_SECRET, type Stack, startStack } from "./stack.ts";
 
 const nowS = () => Math.floor(Date.now() / 1000);
@@ -326,6 +327,60 @@ describe("webhook ingress over HTTP, every scheme", () => {
     assert.equal(r.body.error.code, "SIGNATURE_INVALID");
     assert.match(r.body.error.message, /body_sha256/);
     assert.equal(stack.inboxCount("jwt"), before);
+  });
+
+  test("a Slack interactivity post, form-encoded and signed v0 over its raw bytes, records the payload's JSON, ahead of the router and through it", async () => {
+    // What Slack sends when a button is pressed: payload=<url-encoded JSON>, signed as sent.
+    const secret = HMAC_SECRET;
+    const form = (action: string) =>
+      `payload=${encodeURIComponent(
+        JSON.stringify({
+          type: "block_actions",
+          trigger_id: `13345224609.${action}`,
+          actions: [{ action_id: action }],
+        }),
+      )}`;
+    const slackPost = (path: string, text: string, over: Record<string, string> = {}) => {
+      const at = nowS();
+      return post(
+        `${stack.url}${path}`,
+        {
+          "content-type": "application/x-www-form-urlencoded",
+          "x-slack-request-timestamp": String(at),
+          "x-slack-signature": signSlack({ timestampS: at, body: text, secret }),
+          ...over,
+        },
+        text,
+      );
+    };
+    const recorded = (text: string) =>
+      stack.store.db
+        .prepare("SELECT body FROM inbox_events WHERE source = 'slack' AND event_id = ?")
+        .get(`sha256:${createHash("sha256").update(text).digest("hex")}`) as { body: Uint8Array } | undefined;
+    for (const [path, action] of [
+      ["/hooks/slack", "approve"],
+      ["/hooks/%73lack", "reject"],
+    ] as const) {
+      const text = form(action);
+      const r = await slackPost(path, text);
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.deepEqual(r.body, { received: true, duplicate: false }, path);
+      assert.deepEqual((await slackPost(path, text)).body, { received: true, duplicate: true }, path);
+      const row = recorded(text);
+      assert.ok(row, path);
+      assert.deepEqual(JSON.parse(Buffer.from(row.body).toString("utf8")).actions, [{ action_id: action }]);
+    }
+    const before = stack.inboxCount("slack");
+    // Signed over other bytes, or a form without a payload: refused, nothing recorded.
+    const forged = await slackPost("/hooks/slack", form("forged"), {
+      "x-slack-signature": signSlack({ timestampS: nowS(), body: form("other"), secret }),
+    });
+    assert.equal(forged.status, 401);
+    const command = await slackPost("/hooks/slack", "command=%2Fdeploy&text=now");
+    assert.equal(command.status, 400);
+    assert.equal(command.body.error.code, "INVALID_JSON");
+    assert.match(command.body.error.message, /payload/);
+    assert.equal(stack.inboxCount("slack"), before);
   });
 
   test("a request signed for one scheme is refused by every other", async () => {

@@ -15,7 +15,7 @@ import {
 } from "jose";
 import { type ErrorCode, LonghaulError } from "../src/core/errors.ts";
 import type { Verified, Verifier } from "../src/ingress/scheme.ts";
-import { buildSource, type SourceConfig } from "../src/ingress/sources.ts";
+import { buildSource, checkSources, type Source, type SourceConfig } from "../src/ingress/sources.ts";
 
 const NOW_S = 1_767_225_600;
 const ISSUER = "https://accounts.google.com";
@@ -347,6 +347,129 @@ describe("jwt body binding", () => {
   });
 });
 
+describe("jwt tokens in webhook-signature (Gemini per-request webhooks)", () => {
+  const GEMINI = "https://generativelanguage.googleapis.com";
+  const gemini = (over: Partial<SourceConfig> = {}) => source({ issuer: GEMINI, ...over });
+  const signed = (headers: Record<string, string>, body = BODY, v = gemini()) =>
+    Promise.resolve().then(() => v.verify({ headers, body, nowMs: NOW_S * 1000 }));
+  const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+
+  test("the event id is the token's SHA-256, bound to the body; the unsigned webhook-id is only a delivery id", async () => {
+    const t = await token(rsa, { iss: GEMINI });
+    assert.deepEqual(await signed({ "webhook-signature": `v1,${t}`, "webhook-id": "wh_chosen" }), {
+      eventId: `jwt:${sha256(t)}`,
+      timestampS: NOW_S,
+      bindsBody: true,
+      deliveryId: "wh_chosen",
+    });
+    // Another webhook-id, another prefix, the token among other entries: the same event.
+    const again = await signed({ "webhook-signature": `garbage ${t}`, "webhook-id": "wh_other" });
+    assert.equal(again.eventId, `jwt:${sha256(t)}`);
+  });
+
+  test("a Google issuer's token there is good for 60 s plus the tolerance by default; in Authorization, 300 s", async () => {
+    // Tolerance 60 (see source()): webhook-signature 60 + 60, Authorization 300 + 60.
+    const aged = (iat: number) => token(rsa, { iss: GEMINI, iat });
+    await signed({ "webhook-signature": await aged(NOW_S - 120) });
+    await assert.rejects(
+      signed({ "webhook-signature": await aged(NOW_S - 121) }),
+      refusedWith("TIMESTAMP_OUT_OF_TOLERANCE", "max_age_s 60 s"),
+    );
+    await check(gemini(), `Bearer ${await aged(NOW_S - 360)}`);
+    // A max_age_s of the source's own applies to both.
+    const set = gemini({ max_age_s: 200 });
+    await signed({ "webhook-signature": await aged(NOW_S - 260) }, BODY, set);
+    await check(set, `Bearer ${await aged(NOW_S - 260)}`);
+    await assert.rejects(
+      check(set, `Bearer ${await aged(NOW_S - 261)}`),
+      refusedWith("TIMESTAMP_OUT_OF_TOLERANCE"),
+    );
+    // Another issuer's token keeps 300 s in either place.
+    const sender = source({ issuer: "https://sender.example", body_hash_claim: false });
+    const theirs = await token(rsa, { iss: "https://sender.example", iat: NOW_S - 360 });
+    await signed({ "webhook-signature": theirs }, BODY, sender);
+  });
+
+  test("token_header names the one header a source reads its token from", async () => {
+    const t = await token(rsa, { iss: GEMINI });
+    const signatureOnly = gemini({ token_header: "webhook-signature" });
+    await signed({ "webhook-signature": t }, BODY, signatureOnly);
+    // A token captured from webhook-signature cannot come back as a Bearer token, unbound.
+    await assert.rejects(
+      check(signatureOnly, `Bearer ${t}`),
+      refusedWith("SIGNATURE_MISSING", "token_header"),
+    );
+    const bearerOnly = gemini({ token_header: "authorization" });
+    await check(bearerOnly, `Bearer ${t}`);
+    await assert.rejects(
+      signed({ "webhook-signature": t }, BODY, bearerOnly),
+      refusedWith("SIGNATURE_MISSING", "token_header"),
+    );
+    assert.throws(
+      () => gemini({ token_header: "Authorization" as never }),
+      refusedWith("CONFIG_INVALID", "token_header"),
+    );
+  });
+});
+
+describe("which sources confirm their events with the provider", () => {
+  const named = (name: string, c: Partial<SourceConfig>): [string, Source] => [
+    name,
+    buildSource(name, {
+      provider: "gemini",
+      scheme: "jwt",
+      jwks,
+      jwks_url: undefined,
+      issuer: ISSUER,
+      audience: AUDIENCE,
+      ...c,
+    } as SourceConfig),
+  ];
+  const week = 7 * 24 * 3_600_000;
+  const canAsk = (provider: string) =>
+    provider === "gemini" ? true : provider === "mute" ? false : undefined;
+
+  test("a source whose tokens carry no body hash confirms by default when its provider has status", () => {
+    const sources = new Map([
+      named("google", {}),
+      named("hashed", { issuer: "https://sender.example" }),
+      named("unhashed", { issuer: "https://sender.example", body_hash_claim: false }),
+      named("trusting", { confirm_with_provider: false }),
+      named("mute", { provider: "mute" }),
+      named("elsewhere", { provider: "not-on-this-node" }),
+      [
+        "hmac",
+        buildSource("hmac", { provider: "gemini", secrets: ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"] }),
+      ],
+      [
+        "asked",
+        buildSource("asked", {
+          provider: "gemini",
+          secrets: ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"],
+          confirm_with_provider: true,
+        }),
+      ],
+    ]);
+    assert.deepEqual([...checkSources(sources, canAsk, week)].sort(), ["asked", "google", "unhashed"]);
+  });
+
+  test("confirm_with_provider must be a boolean, and needs a provider that has status", () => {
+    assert.throws(() => named("x", { confirm_with_provider: "yes" as never }), refusedWith("CONFIG_INVALID"));
+    const sources = new Map([named("mute", { provider: "mute", confirm_with_provider: true })]);
+    assert.throws(() => checkSources(sources, canAsk, week), refusedWith("CONFIG_INVALID", "status"));
+  });
+
+  test("the dedupe horizon must outlast a token, or a replay after the prune would pass as new", () => {
+    // Default max_age_s 300 plus the default tolerance 300.
+    const sources = new Map([named("google", {})]);
+    assert.equal(checkSources(sources, canAsk, 600_000).size, 1);
+    assert.throws(
+      () => checkSources(sources, canAsk, 599_000),
+      refusedWith("CONFIG_INVALID", "dedupe_horizon_s"),
+    );
+  });
+});
+
 describe("jwt source configuration", () => {
   const build = (over: Partial<SourceConfig>) => () =>
     buildSource("pubsub", {
@@ -367,6 +490,29 @@ describe("jwt source configuration", () => {
     assert.throws(build({ jwks }), refusedWith("CONFIG_INVALID", "exactly one"));
     assert.throws(build({ jwks_url: "not a url" }), refusedWith("CONFIG_INVALID", "jwks_url"));
     assert.throws(build({ jwks_url: "file:///etc/passwd" }), refusedWith("CONFIG_INVALID", "jwks_url"));
+  });
+
+  test("jwks_url must be https, except to a loopback host", () => {
+    for (const url of [
+      "http://www.googleapis.com/oauth2/v3/certs",
+      "http://10.0.0.7/jwks",
+      "http://localhost.example/k",
+    ]) {
+      assert.throws(build({ jwks_url: url }), refusedWith("CONFIG_INVALID", "https"), url);
+    }
+    assert.throws(
+      build({ jwks_url: "http://www.googleapis.com/k" }),
+      refusedWith("CONFIG_INVALID", '"pubsub"'),
+    );
+    for (const url of [
+      "https://www.googleapis.com/oauth2/v3/certs",
+      "http://127.0.0.1:8080/jwks",
+      "http://127.3.2.1/jwks",
+      "http://localhost:9000/jwks",
+      "http://[::1]:9000/jwks",
+    ]) {
+      assert.equal(build({ jwks_url: url })().scheme, "jwt", url);
+    }
   });
 
   test("issuer and audience are required", () => {

@@ -26,7 +26,7 @@ export interface IngressStack {
   close(): Promise<void>;
 }
 
-const HMAC_SECRET = "a shared secret for the ingress tests";
+export const HMAC_SECRET = "a shared secret for the ingress tests";
 const WHSEC = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 export const JWT_ISSUER = "https://sender.example";
 export const JWT_AUDIENCE = "https://hooks.example/hooks/jwt";

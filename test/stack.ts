@@ -56,6 +56,8 @@ export async function startStack(
     clock?: Clock;
     secretKeys?: string[];
     metrics?: LonghaulOptions["metrics"];
+    /** More sources, or other configurations of the ones made for each provider. */
+    sources?: LonghaulOptions["sources"];
   } = {},
 ): Promise<Stack> {
   const tmp = tempDir();
@@ -87,6 +89,7 @@ export async function startStack(
       ...Object.fromEntries(
         (opts.providers ?? []).map((p) => [p.name, { provider: p.name, secrets: [SIM_SECRET] }]),
       ),
+      ...opts.sources,
     },
     worker: { leaseMs: 5000, idleMs: 200, ...(opts.concurrency ? { concurrency: opts.concurrency } : {}) },
     pollAfterMs: opts.pollAfterMs ?? 60_000,

@@ -205,6 +205,67 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
       await store.close();
     });
 
+    test("an event id bound to one body is a duplicate with that body, and reports another without recording it", async () => {
+      const { store } = await setup();
+      const e = { source: "gemini", provider: "gemini", eventId: "jwt:token-sha", bindsBody: true };
+      const first = await store.recordEvent({ ...e, body: Buffer.from('{"a":1}') });
+      assert.deepEqual(await store.recordEvent({ ...e, body: Buffer.from('{"a":1}') }), {
+        id: first.id,
+        duplicate: true,
+      });
+      assert.deepEqual(await store.recordEvent({ ...e, body: Buffer.from('{"a":2}') }), {
+        id: first.id,
+        duplicate: true,
+        bodyDiffers: true,
+      });
+      // Unbound, another body under a known id is the plain duplicate it always was.
+      assert.deepEqual(await store.recordEvent({ ...e, bindsBody: false, body: Buffer.from("{}") }), {
+        id: first.id,
+        duplicate: true,
+      });
+      assert.deepEqual((await store.getInboxEvent(first.id))!.body, Buffer.from('{"a":1}'));
+      const items = await store.claim("w", 10, 1000);
+      assert.equal(items.filter((i) => i.kind === "apply_event").length, 1);
+      await store.close();
+    });
+
+    test("a confirmed event is marked ignored with what it named, and the provider's answer is recorded once", async () => {
+      const { store } = await setup();
+      const answer = {
+        source: "poll",
+        provider: "sim",
+        eventId: "poll:ext-c:succeeded",
+        body: Buffer.from('{"id":"poll:ext-c:succeeded"}'),
+      };
+      const seen = { type: "job.succeeded", jobExternalId: "ext-c", note: "confirmed with the provider" };
+      const confirm = async (eventId: string) => {
+        const r = await store.recordEvent({
+          source: "gemini",
+          provider: "sim",
+          eventId,
+          body: Buffer.from("{}"),
+        });
+        const [apply] = await store.claim("w", 10, 1000);
+        assert.equal(apply?.payload.inboxId, r.id);
+        await store.recordConfirmation({ itemId: apply!.id, owner: "w" }, r.id, seen, answer);
+        return r.id;
+      };
+      const id = await confirm("jwt:t1");
+      const row = (await store.getInboxEvent(id))!;
+      assert.deepEqual(
+        [row.status, row.type, row.jobExternalId, row.note],
+        ["ignored", "job.succeeded", "ext-c", "confirmed with the provider"],
+      );
+      const [applyAnswer] = await store.claim("w", 10, 1000);
+      assert.equal(applyAnswer?.kind, "apply_event");
+      const recorded = (await store.getInboxEvent(String(applyAnswer!.payload.inboxId)))!;
+      assert.deepEqual([recorded.source, recorded.eventId], ["poll", "poll:ext-c:succeeded"]);
+      // A twin (a retry with a fresh token) confirmed with the same answer does not record it again.
+      await confirm("jwt:t2");
+      assert.deepEqual(await store.claim("w", 10, 1000), []);
+      await store.close();
+    });
+
     /** Drives a task to the point where its job exists with external id `ext`. */
     const taskWithJob = async (store: Store, tenantId: string, ext: string | null) => {
       const { task } = await submit(store, tenantId);

@@ -12,6 +12,8 @@ export const errorStatus = {
   SIGNATURE_INVALID: 401,
   SIGNATURE_MISSING: 401,
   TIMESTAMP_OUT_OF_TOLERANCE: 401,
+  /** A webhook token that signs no body, seen again with another body: a replay. */
+  TOKEN_REPLAYED: 401,
   FORBIDDEN: 403,
   TASK_NOT_FOUND: 404,
   SOURCE_NOT_FOUND: 404,

@@ -6,10 +6,17 @@ import type { EngineDeps } from "./deps.ts";
 export async function applyEvent(d: EngineDeps, item: WorkItem, lease: Lease): Promise<void> {
   const inboxId = String(item.payload.inboxId);
   const r = await applyJobEvent(
-    { inbox: d.store, queue: d.store, providers: d.providers },
+    {
+      inbox: d.store,
+      queue: d.store,
+      providers: d.providers,
+      ...(d.confirmSources ? { confirmSources: d.confirmSources } : {}),
+    },
     { inboxId, lease },
   );
   if (r.kind === "applied") {
     d.log.debug({ inboxId, type: r.event.type, jobId: r.event.jobId, outcome: r.outcome }, "event applied");
+  } else if (r.kind === "confirmed") {
+    d.log.debug({ inboxId, type: r.event.type, jobId: r.event.jobId, answer: r.answer }, "event confirmed");
   }
 }

@@ -31,6 +31,11 @@ export interface EngineDeps {
   pollAfterMs: number;
   /** Inbox rows older than this are pruned; it must cover every provider's retry horizon. */
   dedupeHorizonMs: number;
+  /**
+   * Sources whose events are confirmed with the provider's `status` rather than applied by
+   * their body (`confirm_with_provider`, ARCHITECTURE §4.3). Absent: none.
+   */
+  confirmSources?: ReadonlySet<string>;
   /** Signals older than this are pruned (`limits.signal_retention_s`); later waits no longer see them. */
   signalRetentionMs: number;
   /** How outbound webhooks are sent: retry schedule, SSRF policy, attempt timeout. */

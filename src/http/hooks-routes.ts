@@ -65,8 +65,9 @@ export function hooksRoutes(
 }
 
 /**
- * A recorded delivery, counted (accepted or duplicate) and, where its scheme signs a delivery
- * id, logged with it: the inbox dedupes on the event id.
+ * A recorded delivery, counted (accepted or duplicate) and, where the sender put a delivery
+ * id in a header its signature does not cover, logged with it: the inbox dedupes on the
+ * event id (the body hash for GitHub, the token for a jwt source's webhook-signature).
  */
 export function noteDelivery(
   log: Pick<FastifyBaseLogger, "info">,
@@ -77,7 +78,7 @@ export function noteDelivery(
   if (!r.deliveryId) return;
   log.info(
     { source: r.source.name, eventId: r.eventId, deliveryId: r.deliveryId, duplicate: r.duplicate },
-    "webhook delivery id, deduped on the body hash",
+    "webhook delivery id (unsigned), deduped on the event id",
   );
 }
 

@@ -1,3 +1,5 @@
+import { createHash } from "node:crypto";
+import { isIP } from "node:net";
 import {
   createLocalJWKSet,
   createRemoteJWKSet,
@@ -29,17 +31,32 @@ import {
  * asymmetric ones, so neither `none` nor an HMAC keyed with a public key can pass.
  *
  * A token is not bound to a request by its signature alone, so the scheme also requires:
- * - `iss`, `aud`, `exp` and `iat`, with the token no older than `max_age_s` (default 300 s)
- *   and its `iat` not in the future, both with the source's tolerance as clock skew, so a
- *   captured token is good for minutes, not for the hour Google's tokens live;
+ * - `iss`, `aud`, `exp` and `iat`, with the token no older than `max_age_s` and its `iat`
+ *   not in the future, both with the source's tolerance as clock skew, so a captured token
+ *   is good for minutes, not for the hour Google's tokens live. The default is 300 s, and
+ *   60 s for a Google issuer's token in `webhook-signature` (its token comes with the
+ *   delivery, so a minute covers the way here and the tolerance covers clock skew);
  * - the SHA-256 of the raw body in the claim `body_hash_claim` (default `body_sha256`; off
  *   for Google's issuers, whose tokens carry none), so a captured token cannot carry
  *   another body. When it is off, a `body_sha256` claim is still checked if present.
  *
- * The event id is `webhook-id` for a token from `webhook-signature` (Gemini keeps it across
- * retries, each of which may carry a fresh token); else `jwt:<jti>:<sha256 of the body>`, so
- * the same token and body are one event while the same `jti` with another body is not
- * silently dropped as its duplicate; else the body hash.
+ * The event id of a token from `webhook-signature` is `jwt:<sha256 of the token>`, with the
+ * body bound to it in the inbox (`bindsBody`): the same token and body again are a
+ * duplicate, the same token with another body is refused (TOKEN_REPLAYED), and the unsigned
+ * `webhook-id` is only logged, so a replay can neither pick its event id nor pre-empt a
+ * later event by taking its id. A Gemini retry under the same `webhook-id` with a fresh
+ * token is then a second event; applying a job event twice changes nothing (job states
+ * only move forward).
+ *
+ * A token from `Authorization` (Pub/Sub push) is not bound to one body: Pub/Sub attaches
+ * one token to many push requests for a while ("tokens attached to requests sent to push
+ * endpoints may be up to an hour old",
+ * https://cloud.google.com/pubsub/docs/authenticate-push-subscriptions; Google's push
+ * samples note that messages handled by one push server "share the same token for a limited
+ * time window"). Its event id is `jwt:<jti>:<sha256 of the body>`, else the body hash, and
+ * what such a body says is confirmed with the provider (`confirm_with_provider`). A source
+ * that names its one header in `token_header` reads no other, so a token captured from
+ * `webhook-signature` cannot be replayed as a Bearer token to escape its body binding.
  */
 
 const NAME = "jwt";
@@ -49,6 +66,8 @@ const ASYMMETRIC = new Set([
   ...["ES256", "ES384", "ES512", "EdDSA", "Ed25519"],
 ]);
 export const DEFAULT_MAX_AGE_S = 300;
+/** The default `max_age_s` of a Google issuer's token in `webhook-signature` (Gemini). */
+export const GOOGLE_SIGNATURE_MAX_AGE_S = 60;
 export const DEFAULT_BODY_HASH_CLAIM = "body_sha256";
 /** Hosts of the issuers whose tokens carry no body hash: Pub/Sub push and Gemini. */
 const GOOGLE_ISSUER_HOST = /(^|\.)(google\.com|googleapis\.com)$/;
@@ -68,9 +87,12 @@ interface Checks {
   issuer: string | string[];
   audience: string | string[];
   toleranceS: number;
-  maxAgeS: number;
+  /** How old a token may be (its `iat`), by where it came from. */
+  maxAgeS: Record<Carrier, number>;
   /** The claim that must hold the body's SHA-256, or null when none is required. */
   bodyHashClaim: string | null;
+  /** The one place tokens are read from (`token_header`), or null for either. */
+  carrier: Carrier | null;
 }
 
 /** Where the token came from, which decides the event id and the wording of refusals. */
@@ -86,16 +108,23 @@ export const jwt: Scheme = {
       issuer,
       audience: expectedClaim(source, "audience"),
       toleranceS: toleranceOf(source),
-      maxAgeS: maxAgeOf(source),
+      maxAgeS: maxAgeOf(source, issuer),
       bodyHashClaim: bodyHashClaimOf(source, issuer),
+      carrier: carrierOf(source),
     };
-    return { verify: (req) => verifyJwt(req, checks) };
+    const maxAgeS = Math.max(...Object.values(checks.maxAgeS));
+    return {
+      verify: (req) => verifyJwt(req, checks),
+      bodyUnsigned: checks.bodyHashClaim === null,
+      replayWindowS: maxAgeS + checks.toleranceS,
+    };
   },
 };
 
 async function verifyJwt(req: VerifyRequest, checks: Checks): Promise<Verified> {
-  const { tokens, carrier } = tokensOf(req.headers);
+  const { tokens, carrier } = tokensOf(req.headers, checks.carrier);
   let payload: JWTPayload | null = null;
+  let accepted = "";
   let firstRefusal: LonghaulError | null = null;
   for (const token of tokens) {
     try {
@@ -104,10 +133,11 @@ async function verifyJwt(req: VerifyRequest, checks: Checks): Promise<Verified> 
         issuer: checks.issuer,
         audience: checks.audience,
         requiredClaims: ["exp", "iat"],
-        maxTokenAge: checks.maxAgeS,
+        maxTokenAge: checks.maxAgeS[carrier],
         clockTolerance: checks.toleranceS,
         currentDate: new Date(req.nowMs),
       }));
+      accepted = token;
       break;
     } catch (err) {
       const refused = refusal(err, carrier, checks);
@@ -117,21 +147,30 @@ async function verifyJwt(req: VerifyRequest, checks: Checks): Promise<Verified> 
   }
   if (!payload) throw firstRefusal!;
   checkBodyHash(payload, req.body, checks.bodyHashClaim);
-  const webhookId = carrier === "webhook-signature" ? header(req.headers, "webhook-id") : undefined;
+  // jose has checked that iat is a number.
+  const timestampS = Math.floor(payload.iat as number);
+  if (carrier === "webhook-signature") {
+    const webhookId = header(req.headers, "webhook-id");
+    return {
+      eventId: `jwt:${createHash("sha256").update(accepted).digest("hex")}`,
+      timestampS,
+      bindsBody: true,
+      ...(webhookId ? { deliveryId: webhookId.slice(0, 200) } : {}),
+    };
+  }
   const jti = typeof payload.jti === "string" && payload.jti ? payload.jti : null;
-  return {
-    eventId: webhookId || (jti ? `jwt:${jti}:${bodySha256(req.body)}` : null),
-    // jose has checked that iat is a number.
-    timestampS: Math.floor(payload.iat as number),
-  };
+  return { eventId: jti ? `jwt:${jti}:${bodySha256(req.body)}` : null, timestampS };
 }
 
 /**
  * The candidate tokens of a request: the entries of `webhook-signature` that look like a
  * compact JWS, each without its `version,` prefix; else the Bearer token of Authorization.
  */
-function tokensOf(headers: VerifyRequest["headers"]): { tokens: string[]; carrier: Carrier } {
-  const signature = header(headers, "webhook-signature");
+function tokensOf(
+  headers: VerifyRequest["headers"],
+  only: Carrier | null,
+): { tokens: string[]; carrier: Carrier } {
+  const signature = only === "Authorization" ? undefined : header(headers, "webhook-signature");
   if (signature) {
     const tokens = signature
       .split(" ")
@@ -141,7 +180,7 @@ function tokensOf(headers: VerifyRequest["headers"]): { tokens: string[]; carrie
       .filter((entry) => entry.split(".").length === 3);
     if (tokens.length > 0) return { tokens, carrier: "webhook-signature" };
   }
-  const authorization = header(headers, "authorization");
+  const authorization = only === "webhook-signature" ? undefined : header(headers, "authorization");
   const bearer = authorization ? BEARER.exec(authorization)?.[1] : undefined;
   if (bearer) return { tokens: [bearer], carrier: "Authorization" };
   if (signature) {
@@ -153,9 +192,13 @@ function tokensOf(headers: VerifyRequest["headers"]): { tokens: string[]; carrie
   }
   throw new LonghaulError(
     "SIGNATURE_MISSING",
-    authorization
-      ? "Authorization holds no Bearer token; the sender must send Authorization: Bearer <JWT>."
-      : "The request carries no token: a JWT sender sets Authorization: Bearer <JWT>, or webhook-signature: <JWT> (Gemini per-request webhooks).",
+    only === "webhook-signature"
+      ? "The request has no JWT in webhook-signature, the only place this source reads its token from (token_header)."
+      : only === "Authorization"
+        ? "The request has no Authorization: Bearer <JWT>, the only place this source reads its token from (token_header)."
+        : authorization
+          ? "Authorization holds no Bearer token; the sender must send Authorization: Bearer <JWT>."
+          : "The request carries no token: a JWT sender sets Authorization: Bearer <JWT>, or webhook-signature: <JWT> (Gemini per-request webhooks).",
     { details: { scheme: NAME } },
   );
 }
@@ -193,7 +236,7 @@ function refusal(err: unknown, carrier: Carrier, checks: Checks): LonghaulError 
   if (err instanceof errors.JWTExpired) {
     if (err.claim === "iat") {
       return outOfTolerance(
-        `${subject} was issued (iat) more than max_age_s ${checks.maxAgeS} s plus the ${checks.toleranceS} s tolerance ago; the sender must mint a fresh token for each delivery. If it legitimately reuses tokens, raise "max_age_s" on the source.`,
+        `${subject} was issued (iat) more than max_age_s ${checks.maxAgeS[carrier]} s plus the ${checks.toleranceS} s tolerance ago; the sender must mint a fresh token for each delivery. If it legitimately reuses tokens, raise "max_age_s" on the source.`,
       );
     }
     return outOfTolerance(
@@ -247,15 +290,31 @@ function keySetOf(source: SchemeSource): JWTVerifyGetKey {
   return keysOrUnavailable(localKeySet(source.name, jwks));
 }
 
+/**
+ * The key set's URL: `https:`, or `http:` to this machine only (a key server beside the
+ * process, a test), since a key set fetched in the clear can be swapped on the way.
+ */
 function jwksUrl(name: string, url: unknown): URL {
   const parsed = typeof url === "string" && URL.canParse(url) ? new URL(url) : null;
-  if (!parsed || (parsed.protocol !== "https:" && parsed.protocol !== "http:")) {
+  const ok =
+    parsed !== null &&
+    (parsed.protocol === "https:" || (parsed.protocol === "http:" && isLoopbackHostname(parsed.hostname)));
+  if (!ok) {
     throw new LonghaulError(
       "CONFIG_INVALID",
-      `Source "${name}": "jwks_url" must be an http(s) URL of a JSON Web Key Set; got ${JSON.stringify(url)}.`,
+      parsed?.protocol === "http:"
+        ? `Source "${name}": "jwks_url" must use https: a key set fetched over plain http can be replaced in transit, and every token signed with the replacement would pass. Plain http is accepted only for loopback hosts (localhost, 127.0.0.0/8, [::1]); got ${JSON.stringify(url)}.`
+        : `Source "${name}": "jwks_url" must be an https URL of a JSON Web Key Set; got ${JSON.stringify(url)}.`,
     );
   }
-  return parsed;
+  return parsed!;
+}
+
+/** `localhost`, 127.0.0.0/8 or ::1, as a URL's hostname spells them. */
+function isLoopbackHostname(hostname: string): boolean {
+  const host = hostname.toLowerCase();
+  if (host === "localhost" || host === "[::1]") return true;
+  return isIP(host) === 4 && host.startsWith("127.");
 }
 
 function localKeySet(name: string, jwks: unknown): JWTVerifyGetKey {
@@ -331,15 +390,28 @@ function expectedClaim(source: SchemeSource, setting: "issuer" | "audience"): st
   return value as string | string[];
 }
 
-function maxAgeOf(source: SchemeSource): number {
-  const maxAgeS = source.max_age_s ?? DEFAULT_MAX_AGE_S;
+/**
+ * How old a token may be, by carrier: `max_age_s` when set; else 300 s, and 60 s for a
+ * Google issuer's token in `webhook-signature`. A Pub/Sub token (Authorization) keeps 300 s:
+ * Pub/Sub reuses its tokens for a while (see the top of this file), so a shorter default
+ * would refuse honest deliveries.
+ */
+function maxAgeOf(source: SchemeSource, issuer: string | string[]): Record<Carrier, number> {
+  if (source.max_age_s === undefined) {
+    const google = (Array.isArray(issuer) ? issuer : [issuer]).some(isGoogleIssuer);
+    return {
+      "webhook-signature": google ? GOOGLE_SIGNATURE_MAX_AGE_S : DEFAULT_MAX_AGE_S,
+      Authorization: DEFAULT_MAX_AGE_S,
+    };
+  }
+  const maxAgeS = source.max_age_s;
   if (!Number.isSafeInteger(maxAgeS) || maxAgeS < 1) {
     throw new LonghaulError(
       "CONFIG_INVALID",
       `Source "${source.name}": "max_age_s" is how old a token (its iat) may be, a whole number of seconds, 1 or more; got ${JSON.stringify(source.max_age_s)}.`,
     );
   }
-  return maxAgeS;
+  return { "webhook-signature": maxAgeS, Authorization: maxAgeS };
 }
 
 /**
@@ -358,6 +430,22 @@ function bodyHashClaimOf(source: SchemeSource, issuer: string | string[]): strin
   throw new LonghaulError(
     "CONFIG_INVALID",
     `Source "${source.name}": "body_hash_claim" names the token claim holding the SHA-256 of the body (e.g. "body_sha256"), or is false when the sender sends none; got ${JSON.stringify(claim)}.`,
+  );
+}
+
+/**
+ * Where a source reads its token (`token_header`): a source that accepts both lets a token
+ * captured from `webhook-signature`, which is bound to one body, be replayed as a Bearer
+ * token, which is not (Pub/Sub reuses those); naming the one its sender uses closes that.
+ */
+function carrierOf(source: SchemeSource): Carrier | null {
+  const value = source.token_header;
+  if (value === undefined) return null;
+  if (value === "webhook-signature") return "webhook-signature";
+  if (value === "authorization") return "Authorization";
+  throw new LonghaulError(
+    "CONFIG_INVALID",
+    `Source "${source.name}": "token_header" is "webhook-signature" (Gemini per-request webhooks) or "authorization" (Pub/Sub push, Authorization: Bearer); got ${JSON.stringify(value)}.`,
   );
 }
 

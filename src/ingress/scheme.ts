@@ -27,6 +27,19 @@ export interface Verified {
    * log with what was recorded.
    */
   deliveryId?: string;
+  /**
+   * The event id names a credential meant for one delivery (a `jwt` token from
+   * `webhook-signature`), whose signature may cover no body: the inbox takes a second
+   * delivery under it as a duplicate only with the same bytes, and refuses another body
+   * (TOKEN_REPLAYED).
+   */
+  bindsBody?: boolean;
+  /**
+   * The JSON event the verified bytes carry, when they are not JSON themselves (Slack's
+   * interactivity posts, `payload=<url-encoded JSON>`): what the inbox records and the
+   * provider parses. Absent: the body is the event.
+   */
+  eventBody?: Buffer;
 }
 
 /**
@@ -37,6 +50,18 @@ export interface Verified {
  */
 export interface Verifier {
   verify(req: VerifyRequest): Verified | Promise<Verified>;
+  /**
+   * True when a verified request proves who sent it but not what it says: a `jwt` source
+   * whose tokens carry no body hash. Such a source confirms its events with the provider by
+   * default (`confirm_with_provider`, ARCHITECTURE §4.3).
+   */
+  readonly bodyUnsigned?: boolean;
+  /**
+   * How long, in seconds, one credential of this source is accepted (a token's `max_age_s`
+   * plus the tolerance); the inbox must remember event ids at least this long so that a
+   * replay within it is still seen. Absent: the scheme's own timestamp window bounds it.
+   */
+  readonly replayWindowS?: number;
 }
 
 /** The configuration a scheme builds its verifier from. */

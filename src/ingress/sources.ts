@@ -20,6 +20,11 @@ export interface Source {
   toleranceS: number;
   /** The largest body accepted, in bytes; a larger one is refused before it is read. */
   bodyLimit: number;
+  /**
+   * `confirm_with_provider` as configured; null: decided by `checkSources` (on when the
+   * verifier leaves the body unsigned and the provider can be asked).
+   */
+  confirmWithProvider: boolean | null;
 }
 
 /** The `sources` entry of the configuration file, as users write it. */
@@ -49,6 +54,18 @@ export interface SourceConfig {
    * when the issuer is Google's (Pub/Sub push, Gemini).
    */
   body_hash_claim?: string | false;
+  /**
+   * `jwt`: the one header tokens are read from, `webhook-signature` (Gemini per-request
+   * webhooks) or `authorization` (Bearer, Pub/Sub push). Default: either.
+   */
+  token_header?: "webhook-signature" | "authorization";
+  /**
+   * An event from this source does not move its job by what its body says: the worker asks
+   * the provider for the job's state (`status`, as the reconciler does) and applies that
+   * answer. Default on for a `jwt` source whose tokens carry no body hash (Google's issuers)
+   * when the provider has `status`, else off (ARCHITECTURE §4.3).
+   */
+  confirm_with_provider?: boolean;
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -72,6 +89,8 @@ const SOURCE_KEYS: readonly (keyof SourceConfig)[] = [
   "algorithms",
   "max_age_s",
   "body_hash_claim",
+  "token_header",
+  "confirm_with_provider",
 ];
 
 /**
@@ -119,6 +138,13 @@ export function buildSource(name: string, c: SourceConfig): Source {
       `Source "${name}": "body_limit" is a whole number of bytes, 1 or more; got ${JSON.stringify(c.body_limit)}.`,
     );
   }
+  const confirm = c.confirm_with_provider;
+  if (confirm !== undefined && typeof confirm !== "boolean") {
+    throw new LonghaulError(
+      "CONFIG_INVALID",
+      `Source "${name}": "confirm_with_provider" is true or false; got ${JSON.stringify(confirm)}.`,
+    );
+  }
   return {
     name,
     provider: c.provider,
@@ -126,5 +152,40 @@ export function buildSource(name: string, c: SourceConfig): Source {
     verifier: scheme.create({ ...c, name, tolerance_s: toleranceS }),
     toleranceS,
     bodyLimit,
+    confirmWithProvider: confirm ?? null,
   };
+}
+
+/**
+ * The names of the sources whose events are confirmed with their provider, and a check of
+ * what the sources need of the rest of the configuration; throws `CONFIG_INVALID`.
+ * `canAsk(provider)` says whether a provider of that name is registered with `status`
+ * (undefined: none of that name is registered on this node). `dedupeHorizonMs` must cover
+ * every source's replay window, or a replayed token would no longer be recognised.
+ */
+export function checkSources(
+  sources: ReadonlyMap<string, Source>,
+  canAsk: (provider: string) => boolean | undefined,
+  dedupeHorizonMs: number,
+): Set<string> {
+  const confirming = new Set<string>();
+  for (const s of sources.values()) {
+    const window = s.verifier.replayWindowS;
+    if (window !== undefined && dedupeHorizonMs < window * 1000) {
+      throw new LonghaulError(
+        "CONFIG_INVALID",
+        `Source "${s.name}" accepts a token for ${window} s (max_age_s plus tolerance_s), longer than inbox.dedupe_horizon_s (${Math.floor(dedupeHorizonMs / 1000)} s): a token replayed after its first delivery was pruned would pass as new. Raise inbox.dedupe_horizon_s or lower max_age_s.`,
+      );
+    }
+    const askable = canAsk(s.provider);
+    if (s.confirmWithProvider === true && askable === false) {
+      throw new LonghaulError(
+        "CONFIG_INVALID",
+        `Source "${s.name}" sets confirm_with_provider, but provider "${s.provider}" has no status call to confirm with; set confirm_with_provider: false, or use a provider that can report a job's state.`,
+      );
+    }
+    if (s.confirmWithProvider ?? (s.verifier.bodyUnsigned === true && askable === true))
+      confirming.add(s.name);
+  }
+  return confirming;
 }

@@ -34,6 +34,8 @@ export interface TimestampedHmac {
   mismatch: string;
   /** The event id, read from the verified request. */
   eventId(req: VerifyRequest): string | null;
+  /** The JSON event a verified body wraps, when it is not JSON itself (`Verified.eventBody`). */
+  eventBody?(req: VerifyRequest): Buffer | undefined;
 }
 
 export function timestampedHmacScheme(def: TimestampedHmac): Scheme {
@@ -51,7 +53,8 @@ export function timestampedHmacScheme(def: TimestampedHmac): Scheme {
           if (!anyEqual(candidates, expected)) {
             throw new LonghaulError("SIGNATURE_INVALID", def.mismatch, { details: { scheme: def.name } });
           }
-          return { eventId: def.eventId(req), timestampS };
+          const eventBody = def.eventBody?.(req);
+          return { eventId: def.eventId(req), timestampS, ...(eventBody ? { eventBody } : {}) };
         },
       };
     },

@@ -101,14 +101,26 @@ export interface TaskStore {
 export interface InboxStore {
   /**
    * Records a verified inbound delivery and its apply item in one transaction (ARCHITECTURE §3.1).
-   * A second delivery of the same `(source, eventId)` changes nothing.
+   * A second delivery of the same `(source, eventId)` changes nothing; with `bindsBody` and
+   * another body, it is reported as `bodyDiffers`.
    */
-  recordEvent(e: NewInboxEvent): Promise<{ id: string; duplicate: boolean }>;
+  recordEvent(e: NewInboxEvent): Promise<{ id: string; duplicate: boolean; bodyDiffers?: boolean }>;
   getInboxEvent(id: string): Promise<InboxEventRow | null>;
   /** Applies a parsed provider event to its job, step and task exactly once (ARCHITECTURE §3.2, §3.3). */
   applyJobEvent(lease: Lease, inboxId: string, provider: string, event: ProviderEvent): Promise<ApplyOutcome>;
   /** Marks an inbox event that could not be parsed, and completes its item. */
   rejectInboxEvent(lease: Lease, inboxId: string, note: string): Promise<void>;
+  /**
+   * Finishes an event whose source confirms with its provider (ARCHITECTURE §4.3): marks it
+   * ignored with what it named and what the provider said, records the provider's `answer`
+   * (if any) as the reconciler would, and completes the item, in one transaction.
+   */
+  recordConfirmation(
+    lease: Lease,
+    inboxId: string,
+    seen: { type: string; jobExternalId: string; note: string },
+    answer: NewInboxEvent | null,
+  ): Promise<void>;
   /**
    * Finishes a reconciler poll of `jobId`: records the synthesized event (if the poll saw the
    * job move) exactly as ingress would, and schedules the next poll (if it has not ended).
@@ -389,6 +401,12 @@ export interface NewInboxEvent {
   provider: string;
   eventId: string;
   body: Buffer;
+  /**
+   * The event id names a credential meant for one delivery (a webhook token): a repeat
+   * under it is a duplicate only with the same bytes, and `recordEvent` answers
+   * `bodyDiffers` (recording nothing) for another body.
+   */
+  bindsBody?: boolean;
 }
 
 export interface InboxEventRow {

@@ -1,7 +1,7 @@
 import type { ProviderEvent } from "../core/provider-event.ts";
-import { parseBriefEvent } from "../providers/brief-event.ts";
-import type { Provider } from "../providers/provider.ts";
-import type { ApplyOutcome, InboxStore, Lease, QueueStore } from "../store/store.ts";
+import { briefEventFromSnapshot, parseBriefEvent } from "../providers/brief-event.ts";
+import { type Provider, ProviderError } from "../providers/provider.ts";
+import type { ApplyOutcome, InboxEventRow, InboxStore, Lease, QueueStore } from "../store/store.ts";
 
 /** The source name the reconciler's synthesized events are recorded under; they are in the brief's shape. */
 export const POLL_SOURCE = "poll";
@@ -9,7 +9,9 @@ export const POLL_SOURCE = "poll";
 export type ApplyJobEventResult =
   | { kind: "gone" }
   | { kind: "rejected"; note: string }
-  | { kind: "applied"; event: ProviderEvent; outcome: ApplyOutcome };
+  | { kind: "applied"; event: ProviderEvent; outcome: ApplyOutcome }
+  /** The event's source confirms with the provider: `answer` is the event id its answer was recorded under. */
+  | { kind: "confirmed"; event: ProviderEvent; answer: string | null };
 
 /**
  * Applies one recorded inbox event under the worker's lease: parse it with its provider (the
@@ -17,9 +19,18 @@ export type ApplyJobEventResult =
  * terminal event carries none, then one atomic, monotonic state change that also completes the
  * lease. An event no provider of this node can read is rejected with a note, not retried.
  * A failure to fetch the result throws, so the item retries with backoff; the event stays recorded.
+ *
+ * An event of a source in `confirmSources` moves nothing by its body: the job it names is
+ * read back from the provider (`status`) and that answer recorded as the reconciler's event
+ * (`poll:<job>:<state>`), which the same path then applies (ARCHITECTURE §4.3).
  */
 export async function applyJobEvent(
-  d: { inbox: InboxStore; queue: QueueStore; providers: { find(name: string): Provider | undefined } },
+  d: {
+    inbox: InboxStore;
+    queue: QueueStore;
+    providers: { find(name: string): Provider | undefined };
+    confirmSources?: ReadonlySet<string>;
+  },
   a: { inboxId: string; lease: Lease },
 ): Promise<ApplyJobEventResult> {
   const { inboxId, lease } = a;
@@ -42,10 +53,57 @@ export async function applyJobEvent(
   } catch (err) {
     return reject(err instanceof Error ? err.message : String(err));
   }
+  if (ev.source !== POLL_SOURCE && d.confirmSources?.has(ev.source)) {
+    return confirmWithProvider(d.inbox, provider, ev, parsed, lease, reject);
+  }
   if (parsed.type === "job.succeeded" && parsed.output === undefined && provider.fetchResult) {
     const result = await provider.fetchResult(parsed.jobId);
     parsed = { ...parsed, output: result.output, ...(result.usage ? { usage: result.usage } : {}) };
   }
   const outcome = await d.inbox.applyJobEvent(lease, inboxId, ev.provider, parsed);
   return { kind: "applied", event: parsed, outcome };
+}
+
+/**
+ * Reads the job an unconfirmed event names from its provider and records the answer in its
+ * place. A refusal the provider says is final rejects the event with a note; any other
+ * failure throws, so the item retries with backoff.
+ */
+async function confirmWithProvider(
+  inbox: InboxStore,
+  provider: Provider,
+  ev: InboxEventRow,
+  claimed: ProviderEvent,
+  lease: Lease,
+  reject: (note: string) => Promise<ApplyJobEventResult>,
+): Promise<ApplyJobEventResult> {
+  if (!provider.status) {
+    return reject(`provider "${ev.provider}" has no status call to confirm this source's events with`);
+  }
+  let snapshot: Awaited<ReturnType<NonNullable<Provider["status"]>>>;
+  try {
+    snapshot = await provider.status(claimed.jobId);
+  } catch (err) {
+    if (err instanceof ProviderError && !err.retriable) {
+      return reject(`the provider refused to confirm job ${claimed.jobId}: ${err.message}`);
+    }
+    throw err;
+  }
+  const brief = briefEventFromSnapshot({ ...snapshot, jobId: claimed.jobId });
+  const answer = brief && {
+    source: POLL_SOURCE,
+    provider: ev.provider,
+    eventId: brief.id,
+    body: Buffer.from(JSON.stringify(brief)),
+  };
+  const note = answer
+    ? `not applied by its body: confirmed with the provider, which reports ${snapshot.status} (recorded as ${answer.eventId})`
+    : `not applied by its body: the provider reports ${snapshot.status}, which moves no job`;
+  await inbox.recordConfirmation(
+    lease,
+    ev.id,
+    { type: claimed.type, jobExternalId: claimed.jobId, note },
+    answer,
+  );
+  return { kind: "confirmed", event: claimed, answer: answer ? answer.eventId : null };
 }

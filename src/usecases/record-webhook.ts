@@ -14,7 +14,10 @@ export function sourceNamed(sources: ReadonlyMap<string, Source>, name: string):
 export interface RecordWebhookResult {
   source: Source;
   eventId: string;
-  /** The sender's delivery id, when its scheme signs one (the inbox dedupes on the event id). */
+  /**
+   * A delivery id the sender put in a header its signature does not cover: only logged, the
+   * inbox dedupes on the event id.
+   */
   deliveryId: string | null;
   /** The same event was recorded before: nothing new is queued. */
   duplicate: boolean;
@@ -31,7 +34,8 @@ export async function recordWebhook(
 ): Promise<RecordWebhookResult> {
   const source = sourceNamed(d.sources, w.source);
   const verified = await source.verifier.verify({ headers: w.headers, body: w.body, nowMs: d.clock.now() });
-  const parsed = jsonBody(w.body);
+  const event = verified.eventBody ?? w.body;
+  const parsed = jsonBody(event);
   if (!parsed.ok) {
     if (parsed.error.code !== "INVALID_JSON") throw parsed.error;
     throw new LonghaulError(
@@ -44,7 +48,15 @@ export async function recordWebhook(
     source: source.name,
     provider: source.provider,
     eventId,
-    body: w.body,
+    body: event,
+    ...(verified.bindsBody ? { bindsBody: true } : {}),
   });
+  if (r.bodyDiffers) {
+    throw new LonghaulError(
+      "TOKEN_REPLAYED",
+      "This request's token was already used for a delivery with another body; its signature covers no body, so one token is good for one delivery. A sender must mint a fresh token for each delivery; a captured token replayed with a chosen body is refused.",
+      { details: { source: source.name } },
+    );
+  }
   return { source, eventId, deliveryId: verified.deliveryId ?? null, duplicate: r.duplicate };
 }

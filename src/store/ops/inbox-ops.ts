@@ -80,10 +80,14 @@ export async function replayInboxEvent(tx: Tx, id: string): Promise<InboxEventRo
 }
 
 /**
- * Records a provider event once per (source, event id); a repeat answers the first row's id.
- * No locks beyond the unique index, no events. Enqueues an `apply` item for a new row.
+ * Records a provider event once per (source, event id); a repeat answers the first row's id,
+ * and with `bindsBody` says whether its body differs from the first one's. No locks beyond
+ * the unique index, no events. Enqueues an `apply` item for a new row.
  */
-export async function recordEvent(tx: Tx, e: NewInboxEvent): Promise<{ id: string; duplicate: boolean }> {
+export async function recordEvent(
+  tx: Tx,
+  e: NewInboxEvent,
+): Promise<{ id: string; duplicate: boolean; bodyDiffers?: boolean }> {
   const now = tx.clock.now();
   const inserted = await tx.get<{ id: string }>(
     `INSERT INTO inbox_events (id, source, provider, event_id, body, status, received_at, updated_at)
@@ -91,10 +95,14 @@ export async function recordEvent(tx: Tx, e: NewInboxEvent): Promise<{ id: strin
     [tx.ids.next("evt"), e.source, e.provider, e.eventId, e.body, now, now],
   );
   if (!inserted) {
-    const existing = (await tx.get<{ id: string }>(
-      "SELECT id FROM inbox_events WHERE source = ? AND event_id = ?",
+    // The first body is read back only where it matters, so other duplicates stay as cheap.
+    const existing = (await tx.get<{ id: string; body?: Uint8Array }>(
+      `SELECT id${e.bindsBody ? ", body" : ""} FROM inbox_events WHERE source = ? AND event_id = ?`,
       [e.source, e.eventId],
     ))!;
+    if (e.bindsBody && !e.body.equals(existing.body!)) {
+      return { id: existing.id, duplicate: true, bodyDiffers: true };
+    }
     return { id: existing.id, duplicate: true };
   }
   await tx.enqueue([applyItem(null, inserted.id)]);
@@ -105,6 +113,26 @@ export async function recordEvent(tx: Tx, e: NewInboxEvent): Promise<{ id: strin
 export async function getInboxEvent(tx: Tx, id: string): Promise<InboxEventRow | null> {
   const r = await tx.get<InboxDbRow>("SELECT * FROM inbox_events WHERE id = ?", [id]);
   return r ? toInbox(r) : null;
+}
+
+/**
+ * Finishes an event of a source that confirms with its provider (`confirm_with_provider`):
+ * the row is marked ignored, with the job it names and what the provider said, and the
+ * provider's answer, when it names a state, is recorded as the reconciler's event would be,
+ * so its own apply item moves the job (a duplicate of an answer already recorded changes
+ * nothing). Locks: the lease's item (completed). No events.
+ */
+export async function recordConfirmation(
+  tx: Tx,
+  lease: Lease,
+  inboxId: string,
+  seen: { type: string; jobExternalId: string; note: string },
+  answer: NewInboxEvent | null,
+): Promise<void> {
+  await assertLease(tx, lease);
+  await removeItem(tx, lease);
+  await markInbox(tx, inboxId, "ignored", seen);
+  if (answer) await recordEvent(tx, answer);
 }
 
 /**

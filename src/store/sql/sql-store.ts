@@ -156,6 +156,14 @@ export abstract class SqlStore implements Store {
   rejectInboxEvent(lease: Lease, inboxId: string, note: string) {
     return this.run.write((tx) => inbox.rejectInboxEvent(tx, lease, inboxId, note));
   }
+  recordConfirmation(
+    lease: Lease,
+    inboxId: string,
+    seen: { type: string; jobExternalId: string; note: string },
+    answer: NewInboxEvent | null,
+  ) {
+    return this.run.write((tx) => inbox.recordConfirmation(tx, lease, inboxId, seen, answer));
+  }
   listInbox(q: { source?: string; status?: InboxStatus; limit: number; cursor?: string }) {
     return this.run.read((tx) => inbox.listInbox(tx, q));
   }
