@@ -96,6 +96,89 @@ export function violations(files: ReadonlyMap<string, string>, rules: ReadonlyMa
   return out;
 }
 
+/** The files of src that `file` imports (relative specifiers only), as absolute paths. */
+function localImports(file: string, text: string): string[] {
+  return importsOf(file, text)
+    .filter((spec) => spec.startsWith("."))
+    .map((spec) => resolve(dirname(file), spec));
+}
+
+/**
+ * Rules file by file, beside the table's folder by folder (ARCHITECTURE §5): the ops shared by
+ * both stores never reach into a dialect, and the layers that use the store see its interface.
+ */
+const FILE_RULES: readonly { from: RegExp; to: RegExp; allowed?: RegExp; why: string }[] = [
+  { from: /^store\/ops\//, to: /^store\/(sqlite|postgres)\//, why: "a shared op imports a dialect" },
+  {
+    from: /^(usecases|engine|http)\//,
+    to: /^store\//,
+    allowed: /^store\/store\.ts$/,
+    why: "the store's interface is store/store.ts",
+  },
+];
+
+/** `file: specifier (why)` for each import a file rule forbids. */
+export function fileViolations(files: ReadonlyMap<string, string>): string[] {
+  const out: string[] = [];
+  for (const [file, text] of files) {
+    const from = relative(SRC, file).split(sep).join("/");
+    for (const target of localImports(file, text)) {
+      const to = relative(SRC, target).split(sep).join("/");
+      for (const rule of FILE_RULES) {
+        if (rule.from.test(from) && rule.to.test(to) && !rule.allowed?.test(to)) {
+          out.push(`src/${from}: ${to} (${rule.why})`);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * The import circles among `files`, type-only imports included: each as its files (relative
+ * to src) in sorted order. A circle means two modules are one concept, or one of them holds
+ * something that belongs to neither.
+ */
+export function importCircles(files: ReadonlyMap<string, string>): string[][] {
+  const edges = new Map<string, string[]>();
+  for (const [file, text] of files)
+    edges.set(
+      file,
+      localImports(file, text).filter((t) => files.has(t)),
+    );
+  // Tarjan's strongly connected components.
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const circles: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of edges.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop()!;
+      onStack.delete(w);
+      component.push(relative(SRC, w).split(sep).join("/"));
+    } while (w !== v);
+    const selfImport = edges.get(v)?.includes(v) ?? false;
+    if (component.length > 1 || selfImport) circles.push(component.sort());
+  };
+  for (const v of edges.keys()) if (!index.has(v)) visit(v);
+  return circles;
+}
+
 function sourceFiles(dir: string, out: Map<string, string>): Map<string, string> {
   for (const name of readdirSync(dir)) {
     const p = join(dir, name);
@@ -159,4 +242,49 @@ test("an import across a layer the table forbids is reported, type-only and dyna
     "src/engine/b.ts: ../http/metrics.ts (engine → http)",
     'src/wire/d.ts: the layer "wire" has no row in ARCHITECTURE §5',
   ]);
+});
+
+test("every file follows the file rules of ARCHITECTURE §5, and src has no import circle", () => {
+  const files = sourceFiles(SRC, new Map());
+  assert.deepEqual(fileViolations(files), []);
+  assert.deepEqual(importCircles(files), []);
+});
+
+test("an http → engine import, a store/ops → store/sqlite import and an import circle are each reported", () => {
+  assert.deepEqual(
+    violations(
+      new Map([[join(SRC, "http", "x.ts"), 'import type { Worker } from "../engine/worker.ts";']]),
+      table(),
+    ),
+    ["src/http/x.ts: ../engine/worker.ts (http → engine)"],
+  );
+  assert.deepEqual(
+    fileViolations(
+      new Map([
+        [
+          join(SRC, "store", "ops", "a-ops.ts"),
+          'import { db } from "../sqlite/db.ts";\nimport { t } from "../sql/tx.ts";',
+        ],
+        [
+          join(SRC, "engine", "b.ts"),
+          'import type { Store } from "../store/store.ts";\nimport { x } from "../store/sqlite/x.ts";',
+        ],
+      ]),
+    ),
+    [
+      "src/store/ops/a-ops.ts: store/sqlite/db.ts (a shared op imports a dialect)",
+      "src/engine/b.ts: store/sqlite/x.ts (the store's interface is store/store.ts)",
+    ],
+  );
+  assert.deepEqual(
+    importCircles(
+      new Map([
+        [join(SRC, "graph", "a.ts"), 'import { b } from "./b.ts";'],
+        [join(SRC, "graph", "b.ts"), 'import type { C } from "./c.ts";'],
+        [join(SRC, "graph", "c.ts"), 'import type { A } from "./a.ts";'],
+        [join(SRC, "graph", "d.ts"), 'import { a } from "./a.ts";'],
+      ]),
+    ),
+    [["graph/a.ts", "graph/b.ts", "graph/c.ts"]],
+  );
 });

@@ -1,7 +1,7 @@
 import { createHash, createSecretKey, type KeyObject, timingSafeEqual } from "node:crypto";
 import { LonghaulError } from "../core/errors.ts";
 import { type JsonRead, readJson } from "../core/json-input.ts";
-import type { SourceConfig } from "./sources.ts";
+import type { SourceConfig } from "./source-config.ts";
 
 /** What a verifier is given: the request as it arrived, before any parse (ARCHITECTURE §4.3). */
 export interface VerifyRequest {
