@@ -1,4 +1,3 @@
-import type { JSONWebKeySet } from "jose";
 import { LonghaulError } from "../core/errors.ts";
 import { github } from "./github.ts";
 import { googHmac } from "./goog-hmac.ts";
