@@ -202,6 +202,36 @@ describe("approval links over HTTP", () => {
     assert.match(bad.body.error.message, /with\.show/);
   });
 
+  test("the approval page, and the page its form's post answers, carry the security headers", async () => {
+    const id = await submit(stack, "demo.approval");
+    const step = await waitingStep(stack, id, "approval");
+    const form = (decision: string) =>
+      fetch(step.approval_url, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ decision }).toString(),
+      });
+    // The page, the page after a recorded decision, and the page after a refused one.
+    for (const r of [await fetch(step.approval_url), await form("approve"), await form("reject")]) {
+      assert.equal(r.status, 200);
+      assert.match(r.headers.get("content-type") ?? "", /^text\/html/);
+      assert.equal(r.headers.get("x-content-type-options"), "nosniff");
+      assert.equal(r.headers.get("x-frame-options"), "DENY");
+      assert.equal(r.headers.get("referrer-policy"), "no-referrer");
+      assert.equal(r.headers.get("cache-control"), "no-store");
+      const csp = (r.headers.get("content-security-policy") ?? "").split(/;\s*/);
+      for (const directive of [
+        "default-src 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+        "base-uri 'none'",
+      ]) {
+        assert.ok(csp.includes(directive), `${directive} in ${csp.join("; ")}`);
+      }
+      await r.text();
+    }
+  });
+
   test("the approval page shows no task input unless the step opts in", async () => {
     const id = await submit(stack, "demo.approval", { secret_note: "do-not-show-SECRET" });
     const step = await waitingStep(stack, id, "approval");
