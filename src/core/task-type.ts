@@ -66,7 +66,13 @@ export interface ApprovalOptions extends ApprovalRequest {
 
 export interface ApprovalResult {
   approved: boolean;
+  /** A named approver who decided through their own link; null when nobody longhaul knows did. */
   by: string | null;
+  /**
+   * On an approval without named approvers: the name its link's holder typed. Never checked
+   * (anyone holding the link can type any name), so show it as a claim, not as who decided.
+   */
+  claimed_by?: string;
   comment: string | null;
 }
 
