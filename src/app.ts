@@ -339,7 +339,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
       const [tenant, request] = args(a, b);
       const body = await checkSubmit(request);
       const { task, created } = await submitTask(
-        { tasks: store, taskTypes },
+        { tasks: store, taskTypes, schemaTimeoutMs: limits.schema_timeout_s * 1000 },
         {
           tenantId: await tenantFor(tenant),
           type: body.type,

@@ -2,7 +2,9 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { LonghaulClient } from "../src/client/index.ts";
 import { defineTask } from "../src/core/task-type.ts";
-import { approvalOutcome } from "../src/core/wait.ts";
+import { type ApprovalConfig, approvalOutcome } from "../src/core/wait.ts";
+import { timelineEvents } from "../src/http/timeline-routes.ts";
+import type { StepRow, TaskEventRow } from "../src/store/store.ts";
 import { type Stack, startStack } from "./stack.ts";
 import { end, get, submit, waitingStep } from "./task-waits.ts";
 
@@ -35,11 +37,25 @@ const payment = defineTask(
 const anonymousQuorum = defineTask("test.anonymous-quorum", async (_input, step) =>
   step.approval("sign-off", { quorum: 2 }),
 );
+const namedApprover = defineTask("test.named-approver", async (_input, step) =>
+  step.approval("sign-off", { approvers: ["ana@acme.test"] }),
+);
+const anonymousApproval = defineTask("test.anonymous-approval", async (_input, step) =>
+  step.approval("sign-off", {}),
+);
+
+const timelineOf = async (stack: Stack, id: string) => {
+  const r = await stack.api(`/v1/tasks/${id}/timeline`);
+  assert.equal(r.status, 200);
+  return (r.body.entries as { kind: string; type?: string; data?: any }[]).filter(
+    (e) => e.kind === "event" && e.type === "step.decided",
+  );
+};
 
 describe("approval links over HTTP", () => {
   let stack: Stack;
   before(async () => {
-    stack = await startStack({ taskTypes: [payment, anonymousQuorum] });
+    stack = await startStack({ taskTypes: [payment, anonymousQuorum, namedApprover, anonymousApproval] });
   });
   after(() => stack.close());
 
@@ -51,7 +67,7 @@ describe("approval links over HTTP", () => {
     assert.deepEqual(r.body, { accepted: true, task_id: id, step_id: "approval", decision: "reject" });
     const t = await end(stack, id);
     assert.equal(t.status, "succeeded");
-    assert.deepEqual(t.output, { approved: false, by: "erin", comment: "not now" });
+    assert.deepEqual(t.output, { approved: false, by: null, claimed_by: "erin", comment: "not now" });
   });
 
   test("approval_url approves with {decision: approve}, and each approver's entry has its own approval_url", async () => {
@@ -61,7 +77,12 @@ describe("approval links over HTTP", () => {
     assert.notEqual(step.approval_url, step.approvals[0].approve_url);
     const r = await post(step.approval_url, { decision: "approve", approver: "dana" });
     assert.equal(r.status, 200, JSON.stringify(r.body));
-    assert.deepEqual((await end(stack, id)).output, { approved: true, by: "dana", comment: null });
+    assert.deepEqual((await end(stack, id)).output, {
+      approved: true,
+      by: null,
+      claimed_by: "dana",
+      comment: null,
+    });
   });
 
   test("approval_url refuses a missing or unknown decision with 400 VALIDATION_FAILED naming decision", async () => {
@@ -103,7 +124,12 @@ describe("approval links over HTTP", () => {
     });
     assert.equal(form.status, 200);
     assert.match(await form.text(), /Your decision \(reject\) was recorded/);
-    assert.deepEqual((await end(stack, id)).output, { approved: false, by: "finn", comment: null });
+    assert.deepEqual((await end(stack, id)).output, {
+      approved: false,
+      by: null,
+      claimed_by: "finn",
+      comment: null,
+    });
   });
 
   test("the client rejects and approves through approval_url", async () => {
@@ -202,6 +228,106 @@ describe("approval links over HTTP", () => {
     assert.match(bad.body.error.message, /with\.show/);
   });
 
+  test("a name typed on an anonymous link is a claim: the output, decisions, timeline and page say so", async () => {
+    const id = await submit(stack, "test.anonymous-approval");
+    const step = await waitingStep(stack, id, "sign-off");
+    const r = await post(step.approval_url, {
+      decision: "approve",
+      approver: "Head of Finance",
+      comment: "ok",
+    });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const t = await end(stack, id);
+    assert.equal(t.status, "succeeded");
+    const { decisions, ...output } = t.output;
+    assert.deepEqual(output, { approved: true, by: null, claimed_by: "Head of Finance", comment: "ok" });
+    assert.deepEqual(
+      decisions.map(({ decidedAt: _, ...x }: { decidedAt: string }) => x),
+      [{ approver: "anonymous", claimed_by: "Head of Finance", decision: "approve", comment: "ok" }],
+    );
+    const { decided_at: _, ...decision } = t.steps[0].decisions[0];
+    assert.deepEqual(decision, {
+      approver: "anonymous",
+      claimed_by: "Head of Finance",
+      decision: "approve",
+      comment: "ok",
+    });
+    assert.deepEqual(
+      (await timelineOf(stack, id)).map((e) => e.data),
+      [
+        {
+          step_id: "sign-off",
+          approver: "anonymous",
+          claimed_by: "Head of Finance",
+          decision: "approve",
+          comment: "ok",
+        },
+      ],
+    );
+    assert.match(
+      await page(step.approval_url),
+      /<strong>Head of Finance<\/strong> <span class="claim">\(claimed name, not verified\)<\/span> approved/,
+    );
+
+    // Without a name the decision is by nobody longhaul knows, and nothing is claimed.
+    const quiet = await submit(stack, "test.anonymous-approval");
+    const quietStep = await waitingStep(stack, quiet, "sign-off");
+    assert.equal((await post(quietStep.approval_url, { decision: "reject" })).status, 200);
+    const q = await end(stack, quiet);
+    assert.equal(q.output.by, null);
+    assert.equal("claimed_by" in q.output, false);
+    assert.deepEqual(
+      (await timelineOf(stack, quiet)).map((e) => e.data),
+      [{ step_id: "sign-off", approver: "anonymous", decision: "reject", comment: null }],
+    );
+  });
+
+  test("a named approver's link decides as that approver, whatever name the request gives", async () => {
+    const id = await submit(stack, "test.named-approver");
+    const step = await waitingStep(stack, id, "sign-off");
+    const r = await post(step.approval_url, { decision: "approve", approver: "Head of Finance" });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const t = await end(stack, id);
+    assert.equal(t.output.by, "ana@acme.test");
+    assert.equal("claimed_by" in t.output, false);
+    assert.equal(t.steps[0].decisions[0].approver, "ana@acme.test");
+    assert.equal("claimed_by" in t.steps[0].decisions[0], false);
+    const [decided] = await timelineOf(stack, id);
+    assert.equal(decided?.data.approver, "ana@acme.test");
+    assert.equal("claimed_by" in decided!.data, false);
+    assert.doesNotMatch(await page(step.approval_url), /claimed/);
+  });
+
+  test("the approval page, and the page its form's post answers, carry the security headers", async () => {
+    const id = await submit(stack, "demo.approval");
+    const step = await waitingStep(stack, id, "approval");
+    const form = (decision: string) =>
+      fetch(step.approval_url, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ decision }).toString(),
+      });
+    // The page, the page after a recorded decision, and the page after a refused one.
+    for (const r of [await fetch(step.approval_url), await form("approve"), await form("reject")]) {
+      assert.equal(r.status, 200);
+      assert.match(r.headers.get("content-type") ?? "", /^text\/html/);
+      assert.equal(r.headers.get("x-content-type-options"), "nosniff");
+      assert.equal(r.headers.get("x-frame-options"), "DENY");
+      assert.equal(r.headers.get("referrer-policy"), "no-referrer");
+      assert.equal(r.headers.get("cache-control"), "no-store");
+      const csp = (r.headers.get("content-security-policy") ?? "").split(/;\s*/);
+      for (const directive of [
+        "default-src 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+        "base-uri 'none'",
+      ]) {
+        assert.ok(csp.includes(directive), `${directive} in ${csp.join("; ")}`);
+      }
+      await r.text();
+    }
+  });
+
   test("the approval page shows no task input unless the step opts in", async () => {
     const id = await submit(stack, "demo.approval", { secret_note: "do-not-show-SECRET" });
     const step = await waitingStep(stack, id, "approval");
@@ -223,14 +349,58 @@ test("an approval stored with quorum 2 and no approvers is decided without a cra
   };
   const d = (approver: string, decision: "approve" | "reject") => ({ approver, decision, comment: null });
   assert.equal(approvalOutcome(config, [d("a", "approve")]), null);
+  // No named approvers: the names are what the links' holders typed, so claims.
   assert.deepEqual(approvalOutcome(config, [d("a", "approve"), d("b", "approve")]), {
     approved: true,
-    by: "b",
+    by: null,
+    claimed_by: "b",
     comment: null,
   });
   assert.deepEqual(approvalOutcome(config, [d("a", "approve"), d("b", "reject")]), {
     approved: false,
-    by: "b",
+    by: null,
+    claimed_by: "b",
     comment: null,
   });
+});
+
+test("the timeline shows a step.decided event stored before claims as a claim, from its step's approvers", () => {
+  const config = (approvers: string[]): ApprovalConfig => ({
+    approvers,
+    quorum: 1,
+    onTimeout: null,
+    title: null,
+    description: null,
+    remindAfterMs: null,
+    escalateAfterMs: null,
+    escalateTo: [],
+  });
+  const step = (stepId: string, approvers: string[]) =>
+    ({ stepId, kind: "approval", config: config(approvers) }) as unknown as StepRow;
+  const event = (seq: number, data: Record<string, unknown>): TaskEventRow => ({
+    seq,
+    tenantId: "tn_1",
+    taskId: "t_1",
+    type: "step.decided",
+    data,
+    createdAt: 0,
+  });
+  // As they were written before: the typed name as the approver.
+  const rows = [
+    event(1, { step_id: "open", approver: "Head of Finance", decision: "approve", comment: null }),
+    event(2, { step_id: "named", approver: "ana", decision: "reject", comment: "no" }),
+    event(3, { step_id: "open", approver: "anonymous", decision: "approve", comment: null }),
+  ];
+  const shown = timelineEvents(rows, [step("open", []), step("named", ["ana"])]).map((e) => e.data);
+  assert.deepEqual(shown, [
+    {
+      step_id: "open",
+      approver: "anonymous",
+      claimed_by: "Head of Finance",
+      decision: "approve",
+      comment: null,
+    },
+    { step_id: "named", approver: "ana", decision: "reject", comment: "no" },
+    { step_id: "open", approver: "anonymous", decision: "approve", comment: null },
+  ]);
 });

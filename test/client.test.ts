@@ -97,7 +97,7 @@ describe("LonghaulClient against a real server", () => {
     const ok = await client.approve(waiting.approval_url!, { comment: "ship it", approver: "ana" });
     assert.equal(ok.decision, "approve");
     const approved = await finish(a.task_id);
-    assert.deepEqual(approved.output, { approved: true, by: "ana", comment: "ship it" });
+    assert.deepEqual(approved.output, { approved: true, by: null, claimed_by: "ana", comment: "ship it" });
     await assert.rejects(client.approve(waiting.approval_url!), { status: 409, code: "TOKEN_USED" });
 
     const r = await client.submit("demo.approval", {});

@@ -41,6 +41,9 @@ describe("dashboard files", () => {
     assert.match(r.headers["content-type"] as string, /^text\/html/);
     assert.equal(r.headers["cache-control"], "no-store");
     assert.match(r.headers["content-security-policy"] as string, /default-src 'self'/);
+    assert.match(r.headers["content-security-policy"] as string, /frame-ancestors 'none'/);
+    assert.match(r.headers["content-security-policy"] as string, /base-uri 'none'/);
+    assert.equal(r.headers["x-content-type-options"], "nosniff");
     assert.match(r.body, /<meta name="longhaul-dev-key" content="lh_a&quot;b&lt;c&gt;"><\/head>/);
 
     const serve_ = await serve({ distDir: dist });

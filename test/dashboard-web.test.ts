@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { SseParser } from "../src/client/sse-parser.ts";
+import { CLAIM_LABEL, decidedBy } from "../web/src/decided-by.ts";
 import { graphNodes, layoutGraph, NODE_H, NODE_W } from "../web/src/graph-layout.ts";
 
 test("the SSE parser joins chunks split anywhere, keeps the last id, and dispatches on a blank line", () => {
@@ -72,4 +73,15 @@ test("a graph with unknown needs or a cycle still lays out, and a non-graph inpu
   assert.equal(g.nodes.length, 3);
   assert.equal(graphNodes({ text: "hi" }), null);
   assert.equal(graphNodes({ nodes: [{ kind: "job" }] }), null);
+});
+
+test("a name typed on an anonymous approval link is shown as claimed, an approver's as who decided", () => {
+  assert.deepEqual(decidedBy({ approver: "anonymous", claimed_by: "Head of Finance" }), {
+    name: "Head of Finance",
+    claimed: true,
+  });
+  assert.deepEqual(decidedBy({ approver: "ana@acme.test" }), { name: "ana@acme.test", claimed: false });
+  assert.deepEqual(decidedBy({ approver: "anonymous" }), { name: "anonymous", claimed: false });
+  assert.deepEqual(decidedBy({}), { name: "someone", claimed: false });
+  assert.equal(CLAIM_LABEL, "claimed");
 });

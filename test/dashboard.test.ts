@@ -138,8 +138,18 @@ if (!existsSync(CHROMIUM)) {
         "the task to resume",
       );
       assert.equal(t.status, "succeeded");
-      assert.deepEqual(t.output, { approved: true, by: "dana", comment: "ship it" });
+      assert.deepEqual(t.output, { approved: true, by: null, claimed_by: "dana", comment: "ship it" });
       await card.waitFor({ state: "detached", timeout: 10_000 });
+
+      // The approval's link names nobody: the timeline shows the typed name as claimed.
+      await route(page, `#/tasks/${id}`);
+      const decided = page.locator('.timeline [data-type="step.decided"] .tl-title');
+      await decided.waitFor({ timeout: 10_000 });
+      assert.equal(
+        (await decided.textContent())?.replace(/\s+/g, " ").trim(),
+        "dana (claimed) approved step approval",
+      );
+      assert.match((await decided.locator(".claim").getAttribute("title")) ?? "", /not verified/);
     });
 
     test("a graph task is drawn as its graph, and its nodes change state live", async () => {

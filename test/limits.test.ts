@@ -357,6 +357,7 @@ describe("limits configuration", () => {
       [{ hooks_per_min: 1.5 }, "limits.hooks_per_min"],
       [{ sse_streams_per_tenant: "10" }, "limits.sse_streams_per_tenant"],
       [{ signal_retention_s: 0 }, "limits.signal_retention_s"],
+      [{ schema_timeout_s: 0 }, "limits.schema_timeout_s"],
       ["fast", "limits"],
     ] as const) {
       assert.throws(

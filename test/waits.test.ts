@@ -196,7 +196,7 @@ describe("waits over HTTP", () => {
     assert.equal(form.status, 200);
     assert.match(await form.text(), /was recorded/);
     const t = await end(stack, id);
-    assert.deepEqual(t.output, { approved: true, by: "dana", comment: "looks good" });
+    assert.deepEqual(t.output, { approved: true, by: null, claimed_by: "dana", comment: "looks good" });
   });
 
   test("rejecting through the API resumes the task with approved: false", async () => {
@@ -207,7 +207,7 @@ describe("waits over HTTP", () => {
     const r = await post(step.approvals[0].reject_url, { comment: "not now", approver: "erin" });
     assert.equal(r.status, 200);
     const t = await end(stack, id);
-    assert.deepEqual(t.output, { approved: false, by: "erin", comment: "not now" });
+    assert.deepEqual(t.output, { approved: false, by: null, claimed_by: "erin", comment: "not now" });
   });
 
   test("a quorum of 2 of 3 approvers decides once two approve; one person decides once", async () => {

@@ -21,6 +21,8 @@ export const errorStatus = {
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   TASK_TYPE_UNKNOWN: 422,
+  /** The task type's schema threw, timed out, or answered an output JSON cannot carry. */
+  TASK_SCHEMA_FAILED: 422,
   TASK_NOT_CANCELABLE: 409,
   IDEMPOTENCY_CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,

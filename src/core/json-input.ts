@@ -113,3 +113,52 @@ export function readJson(text: string, what = "The body", opts: { finite?: boole
     };
   }
 }
+
+/** `value` as the JSON text a store would keep, or what keeps it from having one. */
+export type JsonText = { ok: true; text: string } | { ok: false; problem: string };
+
+/**
+ * `value` as JSON text, refusing what JSON.stringify cannot write (a BigInt, a cycle, a
+ * `toJSON` that throws, nesting deep enough to overflow the stack) and what it would write as
+ * something else: NaN and ±Infinity become `null`, and `undefined` writes nothing at all. The
+ * problem names the key it was found under, in words fit after "its output".
+ */
+export function toJsonText(value: unknown): JsonText {
+  let problem: string | null = null;
+  const at = (key: string) => (key === "" ? "" : ` at key ${JSON.stringify(key)}`);
+  const replacer = (key: string, v: unknown): unknown => {
+    if (problem !== null) return undefined;
+    if (typeof v === "bigint") problem = `holds a BigInt${at(key)}, which JSON cannot carry`;
+    else if (typeof v === "number" && !Number.isFinite(v))
+      problem = `holds ${v}${at(key)}, which JSON would store as null`;
+    return problem === null ? v : undefined;
+  };
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value, replacer);
+  } catch (err) {
+    if (err instanceof RangeError) return { ok: false, problem: "nests too deeply to be written as JSON" };
+    const message = err instanceof Error ? err.message : "";
+    if (/circular/i.test(message)) return { ok: false, problem: "is circular (an object holds itself)" };
+    return { ok: false, problem: `cannot be written as JSON (${describeThrown(err)})` };
+  }
+  if (problem !== null) return { ok: false, problem };
+  if (text === undefined)
+    return { ok: false, problem: "is undefined, or a function, which JSON cannot carry" };
+  return { ok: true, text };
+}
+
+/**
+ * A thrown value in one line of at most 200 characters: an error's name and message, never
+ * its stack. Safe on anything thrown, however odd (a null-prototype object, a throwing getter).
+ */
+export function describeThrown(err: unknown): string {
+  let s: string;
+  try {
+    s = err instanceof Error ? `${err.name}: ${err.message}` : typeof err === "string" ? err : String(err);
+  } catch {
+    s = `a value (${typeof err}) that cannot be shown as text`;
+  }
+  s = s.replace(/\s+/g, " ").trim();
+  return s.length > 200 ? `${s.slice(0, 200)}…` : s;
+}

@@ -22,6 +22,8 @@ export interface LimitsConfig {
   webhook_endpoints_per_tenant?: number;
   /** Signals older than this are pruned by the maintenance pass. Default 7 days. */
   signal_retention_s?: number;
+  /** How long a task type's schema may take to check a submitted input. Default 5 s. */
+  schema_timeout_s?: number;
 }
 
 export type Limits = Required<LimitsConfig>;
@@ -35,7 +37,11 @@ export const DEFAULT_LIMITS: Limits = {
   sse_streams_per_tenant: 100,
   webhook_endpoints_per_tenant: 20,
   signal_retention_s: 7 * 86_400,
+  schema_timeout_s: 5,
 };
+
+/** Keys that hold a time in seconds rather than a count: any positive number. */
+const SECONDS: ReadonlySet<string> = new Set(["signal_retention_s", "schema_timeout_s"]);
 
 /** The limits with defaults filled in; throws CONFIG_INVALID naming the bad key. */
 export function resolveLimits(value: unknown): Limits {
@@ -53,12 +59,9 @@ export function resolveLimits(value: unknown): Limits {
       );
     }
     if (v === undefined) continue;
-    if (key === "signal_retention_s") {
+    if (SECONDS.has(key)) {
       if (typeof v !== "number" || !Number.isFinite(v) || v <= 0) {
-        throw new LonghaulError(
-          "CONFIG_INVALID",
-          "limits.signal_retention_s must be a positive number of seconds.",
-        );
+        throw new LonghaulError("CONFIG_INVALID", `limits.${key} must be a positive number of seconds.`);
       }
     } else if (typeof v !== "number" || !Number.isInteger(v) || v < 0) {
       throw new LonghaulError("CONFIG_INVALID", `limits.${key} must be a whole number, 0 to turn it off.`);

@@ -66,7 +66,13 @@ export interface ApprovalOptions extends ApprovalRequest {
 
 export interface ApprovalResult {
   approved: boolean;
+  /** A named approver who decided through their own link; null when nobody longhaul knows did. */
   by: string | null;
+  /**
+   * On an approval without named approvers: the name its link's holder typed. Never checked
+   * (anyone holding the link can type any name), so show it as a claim, not as who decided.
+   */
+  claimed_by?: string;
   comment: string | null;
 }
 
@@ -147,7 +153,9 @@ export interface TaskType<I = any, O = any, In = I> {
   maxAttempts?: number;
   /**
    * Validates input at submit time (any Standard Schema: zod, valibot, arktype…). Issues refuse
-   * the submit with 400 naming the field; the schema's output is what is stored and run.
+   * the submit with 400 naming the field; the schema's output is what is stored and run. A
+   * schema that throws, takes over `limits.schema_timeout_s` or answers an output JSON cannot
+   * carry refuses it with 422 TASK_SCHEMA_FAILED.
    */
   schema?: StandardSchemaV1<In, I>;
   /** Validates input at submit time, after `schema`; throw to refuse it with 400. */

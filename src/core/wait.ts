@@ -105,23 +105,61 @@ export function approvalProblem(approvers: unknown, quorum: unknown, show: unkno
   return null;
 }
 
+/** Who decides on an anonymous approval's link when the holder gives no name. */
+export const ANONYMOUS_APPROVER = "anonymous";
+
+/** Whether an approval's links each carry a named approver (read defensively: a stored config). */
+const namesApprovers = (config: Partial<Pick<ApprovalConfig, "approvers">> | null | undefined): boolean =>
+  Array.isArray(config?.approvers) && config.approvers.length > 0;
+
+/**
+ * Who made a decision, as far as longhaul knows. A named approver's links carry the name
+ * signed into their token, so a decision through one is by that approver. An anonymous
+ * approval's links name nobody: a name typed on its page (or sent as `approver`) is only what
+ * the link's holder says, so the decision is by `anonymous` and the name is `claimedBy`.
+ * Derived from the step's approvers, so decisions stored before claims were told apart read
+ * the same way.
+ */
+export function decidedBy(
+  config: Partial<Pick<ApprovalConfig, "approvers">> | null | undefined,
+  approver: string | null,
+): { approver: string; claimedBy: string | null } {
+  const named = approver ?? ANONYMOUS_APPROVER;
+  if (namesApprovers(config)) return { approver: named, claimedBy: null };
+  return { approver: ANONYMOUS_APPROVER, claimedBy: named === ANONYMOUS_APPROVER ? null : named };
+}
+
+/**
+ * What an approval's output says of who decided: `by`, only an approver longhaul knows (a
+ * named approver's link), else null; `claimed_by`, a name the holder of an anonymous link
+ * typed, never checked, present only when one was given.
+ */
+function decider(
+  config: ApprovalConfig,
+  approver: string | null,
+): { by: string | null; claimed_by?: string } {
+  const who = decidedBy(config, approver);
+  if (namesApprovers(config)) return { by: who.approver };
+  return who.claimedBy === null ? { by: null } : { by: null, claimed_by: who.claimedBy };
+}
+
 /** The outcome of an approval step from the decisions so far, or null while it can still go either way. */
 export function approvalOutcome(
   config: ApprovalConfig,
   decisions: { approver: string | null; decision: "approve" | "reject"; comment: string | null }[],
-): { approved: boolean; by: string | null; comment: string | null } | null {
+): { approved: boolean; by: string | null; claimed_by?: string; comment: string | null } | null {
   const approvals = decisions.filter((d) => d.decision === "approve");
   const rejections = decisions.filter((d) => d.decision === "reject");
   const lastApproval = approvals.at(-1);
   if (lastApproval && approvals.length >= config.quorum) {
-    return { approved: true, by: lastApproval.approver, comment: lastApproval.comment };
+    return { approved: true, ...decider(config, lastApproval.approver), comment: lastApproval.comment };
   }
   // Reject once the quorum can no longer be reached. Without named approvers (quorum 1 only,
   // checked at submit) anyone with the link decides, so the first rejection decides.
   const voters = config.approvers.length;
   const lastRejection = rejections.at(-1);
   if (lastRejection && (voters === 0 || rejections.length > voters - config.quorum)) {
-    return { approved: false, by: lastRejection.approver, comment: lastRejection.comment };
+    return { approved: false, ...decider(config, lastRejection.approver), comment: lastRejection.comment };
   }
   return null;
 }
@@ -316,11 +354,39 @@ export function approvalOutput(
   step: StepRow,
   decisions: ApprovalDecisionRow[],
 ): Record<string, unknown> | null {
-  const outcome = approvalOutcome(step.config as ApprovalConfig, decisions);
+  const config = step.config as ApprovalConfig;
+  const outcome = approvalOutcome(config, decisions);
   if (!outcome) return null;
   return {
     ...outcome,
-    decisions: decisions.map((x) => ({ ...x, decidedAt: new Date(x.decidedAt).toISOString() })),
+    decisions: decisions.map((x) => {
+      const who = decidedBy(config, x.approver);
+      return {
+        approver: who.approver,
+        ...(who.claimedBy === null ? {} : { claimed_by: who.claimedBy }),
+        decision: x.decision,
+        comment: x.comment,
+        decidedAt: new Date(x.decidedAt).toISOString(),
+      };
+    }),
+  };
+}
+
+/**
+ * The data of a `step.decided` event: the decision, and who made it as `decidedBy` tells,
+ * with `claimed_by` only for a name the holder of an anonymous link gave.
+ */
+export function decidedEvent(
+  config: Partial<Pick<ApprovalConfig, "approvers">> | null | undefined,
+  d: { stepId: string; approver: string | null; decision: "approve" | "reject"; comment: string | null },
+): Record<string, unknown> {
+  const who = decidedBy(config, d.approver);
+  return {
+    step_id: d.stepId,
+    approver: who.approver,
+    ...(who.claimedBy === null ? {} : { claimed_by: who.claimedBy }),
+    decision: d.decision,
+    comment: d.comment,
   };
 }
 

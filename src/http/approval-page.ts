@@ -1,4 +1,4 @@
-import type { ApprovalConfig } from "../core/wait.ts";
+import { type ApprovalConfig, decidedBy } from "../core/wait.ts";
 import type { ApprovalDecisionRow, StepRow, TaskRow } from "../store/store.ts";
 
 const esc = (s: unknown) =>
@@ -50,10 +50,14 @@ export function renderApprovalPage(m: ApprovalPageModel): string {
   const waiting = m.step.status === "waiting";
   const shown = shownInput(m.task.input, config.show ?? []);
   const decisions = m.decisions
-    .map(
-      (d) =>
-        `<li><strong>${esc(d.approver)}</strong> ${d.decision === "approve" ? "approved" : "rejected"} at ${esc(new Date(d.decidedAt).toISOString())}${d.comment ? `: “${esc(d.comment)}”` : ""}</li>`,
-    )
+    .map((d) => {
+      const who = decidedBy(config, d.approver);
+      const name =
+        who.claimedBy === null
+          ? `<strong>${esc(who.approver)}</strong>`
+          : `<strong>${esc(who.claimedBy)}</strong> <span class="claim">(claimed name, not verified)</span>`;
+      return `<li>${name} ${d.decision === "approve" ? "approved" : "rejected"} at ${esc(new Date(d.decidedAt).toISOString())}${d.comment ? `: “${esc(d.comment)}”` : ""}</li>`;
+    })
     .join("");
   const outcome = m.step.output as { approved?: boolean } | null;
   const state = waiting
@@ -63,7 +67,8 @@ export function renderApprovalPage(m: ApprovalPageModel): string {
       : `This request is closed (${esc(m.step.status)}).`;
   const who = m.approver
     ? `<p>You are deciding as <strong>${esc(m.approver)}</strong>.</p>`
-    : `<label>Your name <input name="approver" maxlength="200" autocomplete="name"></label>`;
+    : `<label>Your name <input name="approver" maxlength="200" autocomplete="name"></label>
+  <p class="meta">This link does not say who holds it: the name is recorded as claimed, not verified.</p>`;
   const form = waiting
     ? `<form method="post">
   ${who}
@@ -87,7 +92,7 @@ h1{font-size:1.4rem}.meta{color:#5b6478}.notice{background:#eef6ee;border:1px so
 dt{font-weight:600}dd{margin:0 0 .5rem}pre{background:#f4f5f8;padding:.75rem;border-radius:6px;overflow:auto;max-height:16rem}
 label{display:block;margin:.75rem 0}input,textarea{width:100%;box-sizing:border-box;font:inherit;padding:.4rem}
 .actions{display:flex;gap:.75rem}button{font:inherit;padding:.5rem 1.25rem;border-radius:6px;border:0;color:#fff;cursor:pointer}
-.approve{background:#1f7a3a}.reject{background:#b3261e}
+.approve{background:#1f7a3a}.reject{background:#b3261e}.claim{color:#8a5a00}
 </style></head><body>
 <h1>${esc(title)}</h1>
 ${config.description ? `<p>${esc(config.description)}</p>` : ""}

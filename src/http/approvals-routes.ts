@@ -9,14 +9,10 @@ import { DecisionBody, DecisionResult, TokenParams } from "../wire/approvals.ts"
 import type { Api } from "./api.ts";
 import { renderApprovalPage } from "./approval-page.ts";
 import { operation } from "./openapi.ts";
+import { htmlPageHeaders } from "./page-headers.ts";
 
-const pageHeaders = {
-  "content-type": "text/html; charset=utf-8",
-  "cache-control": "no-store",
-  "referrer-policy": "no-referrer",
-  "x-frame-options": "DENY",
-  "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
-};
+// The page needs no script, image or connection of its own: only its inline style and its form.
+const pageHeaders = htmlPageHeaders("default-src 'none'; style-src 'unsafe-inline'; form-action 'self'");
 
 /** `GET|POST /v1/approvals/:token`: the approval page, and the decision (JSON, or the page's form). */
 export function approvalsRoutes(app: Api, d: { store: WaitStore; keyring: Keyring; clock: Clock }): void {

@@ -3,6 +3,7 @@ import { extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { isLoopbackAddress, isLoopbackHost } from "./loopback.ts";
+import { htmlPageHeaders } from "./page-headers.ts";
 
 export interface DashboardOptions {
   /**
@@ -31,17 +32,10 @@ const contentTypes: Record<string, string> = {
 // Asset names are flat, with a content hash: nothing else is served from disk.
 const ASSET = /^[A-Za-z0-9_-][A-Za-z0-9_.-]*$/;
 
-const pageHeaders = {
-  "content-type": "text/html; charset=utf-8",
-  // The page may carry the development key, and must pick up new asset hashes at once.
-  "cache-control": "no-store",
-  "referrer-policy": "no-referrer",
-  "x-content-type-options": "nosniff",
-  "x-frame-options": "DENY",
-  "content-security-policy":
-    "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; connect-src 'self'; " +
-    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
-};
+// Never cached: the page may carry the development key, and must pick up new asset hashes at once.
+const pageHeaders = htmlPageHeaders(
+  "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; connect-src 'self'; form-action 'self'",
+);
 
 const escapeAttr = (s: string) =>
   s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;");

@@ -1,5 +1,5 @@
 import type { Static } from "typebox";
-import type { ApprovalConfig } from "../core/wait.ts";
+import { type ApprovalConfig, decidedBy } from "../core/wait.ts";
 import type { ApprovalDecisionRow, JobRow, StepRow, TaskDetail, TaskRow } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 import type { Job, Step, TaskDetail as TaskDetailJson, TaskSummary } from "../wire/tasks.ts";
@@ -69,12 +69,16 @@ function step(t: TaskRow, s: StepRow, jobs: Map<string, JobRow>, ctx: DetailCont
     ...waitingFor(t, s, ctx),
     ...(decisions?.length
       ? {
-          decisions: decisions.map((x) => ({
-            approver: x.approver,
-            decision: x.decision,
-            comment: x.comment,
-            decided_at: iso(x.decidedAt),
-          })),
+          decisions: decisions.map((x) => {
+            const who = decidedBy(s.config as ApprovalConfig, x.approver);
+            return {
+              approver: who.approver,
+              ...(who.claimedBy === null ? {} : { claimed_by: who.claimedBy }),
+              decision: x.decision,
+              comment: x.comment,
+              decided_at: iso(x.decidedAt),
+            };
+          }),
         }
       : {}),
     ...(s.lateOutput != null ? { late_result: s.lateOutput } : {}),

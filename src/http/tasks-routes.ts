@@ -1,3 +1,4 @@
+import { LonghaulError } from "../core/errors.ts";
 import type { Registry } from "../core/registry.ts";
 import type { TaskType } from "../core/task-type.ts";
 import type { Metrics } from "../metrics/metrics.ts";
@@ -29,6 +30,7 @@ export function tasksRoutes(
   taskTypes: Registry<TaskType>,
   urls: CapabilityUrls,
   metrics?: Metrics,
+  schemaTimeoutMs?: number,
 ): void {
   app.post(
     "/v1/tasks",
@@ -43,7 +45,7 @@ export function tasksRoutes(
     async (req, reply) => {
       const b = req.body;
       const { task, created } = await submitTask(
-        { tasks: store, taskTypes },
+        { tasks: store, taskTypes, ...(schemaTimeoutMs === undefined ? {} : { schemaTimeoutMs }) },
         {
           tenantId: req.tenant.id,
           type: b.type,
@@ -52,7 +54,13 @@ export function tasksRoutes(
           userId: b.user_id ?? null,
           traceId: b.trace_id ?? null,
         },
-      );
+      ).catch((err: unknown) => {
+        // The client gets a 422 naming the type; the operator, whose code it is, gets the cause.
+        if (err instanceof LonghaulError && err.code === "TASK_SCHEMA_FAILED") {
+          req.log.warn({ err: err.cause instanceof Error ? err.cause : err, type: b.type }, err.message);
+        }
+        throw err;
+      });
       if (created) {
         metrics?.tasksSubmitted.inc({ type: task.type });
         req.log.info(

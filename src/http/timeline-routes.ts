@@ -1,9 +1,11 @@
 import { LonghaulError } from "../core/errors.ts";
+import { type ApprovalConfig, decidedEvent } from "../core/wait.ts";
 import type {
   EventLogStore,
   InboxEventRow,
   InboxStore,
   JobRow,
+  StepRow,
   TaskEventRow,
   TaskStore,
 } from "../store/store.ts";
@@ -96,8 +98,44 @@ export function deliveries(rows: InboxEventRow[]): TimelineDelivery[] {
   });
 }
 
-function events(rows: TaskEventRow[]): TimelineEvent[] {
-  return rows.map((e) => ({ kind: "event", at: iso(e.createdAt), seq: e.seq, type: e.type, data: e.data }));
+/**
+ * A `step.decided` event says who decided as `decidedEvent` does now, from its step's
+ * approvers: a name the holder of an anonymous link typed is `claimed_by`, never `approver`.
+ * Events stored before claims were told apart named it as the approver; they read the same.
+ */
+function decided(data: unknown, step: StepRow | undefined): unknown {
+  const d = data as { step_id?: unknown; approver?: unknown; decision?: unknown; comment?: unknown };
+  const config = step?.config as Partial<ApprovalConfig> | null | undefined;
+  // Written as claims are now (a claim's name already apart), or not an approval's event.
+  if (typeof d?.approver !== "string" || "claimed_by" in d || !Array.isArray(config?.approvers)) return data;
+  if (d.decision !== "approve" && d.decision !== "reject") return data;
+  return {
+    ...d,
+    ...decidedEvent(
+      { approvers: config.approvers },
+      {
+        stepId: String(d.step_id),
+        approver: d.approver,
+        decision: d.decision,
+        comment: typeof d.comment === "string" ? d.comment : null,
+      },
+    ),
+  };
+}
+
+/** Task events as timeline entries; `steps` are the task's, for what a `step.decided` event says. */
+export function timelineEvents(rows: TaskEventRow[], steps: StepRow[]): TimelineEvent[] {
+  const byId = new Map(steps.map((s) => [s.stepId, s]));
+  return rows.map((e) => ({
+    kind: "event",
+    at: iso(e.createdAt),
+    seq: e.seq,
+    type: e.type,
+    data:
+      e.type === "step.decided"
+        ? decided(e.data, byId.get(String((e.data as { step_id?: unknown })?.step_id)))
+        : e.data,
+  }));
 }
 
 /** The inbox rows of every job of a task, oldest first, one store read per provider. */
@@ -133,7 +171,7 @@ export function timelineRoutes(app: Api, store: EventLogStore & InboxStore & Tas
     const rank = (e: TimelineEntry) => (e.kind === "delivery" ? 0 : 1);
     const entries: TimelineEntry[] = [
       ...deliveries(await inboxOf(store, d.jobs)),
-      ...events(log.slice(0, MAX_EVENTS)),
+      ...timelineEvents(log.slice(0, MAX_EVENTS), d.steps),
     ].sort((a, b) => a.at.localeCompare(b.at) || rank(a) - rank(b));
     return { task_id: d.task.id, entries, truncated: log.length > MAX_EVENTS };
   });

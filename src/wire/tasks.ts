@@ -57,8 +57,14 @@ export const ApprovalLink = Type.Object({
   reject_url: Type.String(),
 });
 
+/**
+ * One approver's decision. `approver` is who longhaul knows decided: a named approver, or
+ * `anonymous` on an approval without named approvers, whose links name nobody; `claimed_by`
+ * is the name such a link's holder typed, never checked.
+ */
 export const Decision = Type.Object({
   approver: Type.String(),
+  claimed_by: Type.Optional(Type.String()),
   decision: Type.Enum(["approve", "reject"]),
   comment: Nullable(Type.String()),
   decided_at: Timestamp,

@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import type { TaskStep as Step } from "../../src/client/index.ts";
 import { ApiError, request } from "./api.ts";
+import { CLAIM_LABEL, CLAIM_TITLE, decidedBy } from "./decided-by.ts";
 import { pathOf } from "./format.ts";
 import { When } from "./ui.tsx";
 
@@ -86,7 +87,7 @@ export function ApprovalForm({ step, onDecided }: { step: Step; onDecided: () =>
             <input
               name="approver"
               value={name}
-              placeholder="who decides"
+              placeholder="who decides (shown as claimed)"
               onInput={(e) => setName((e.target as HTMLInputElement).value)}
             />
           </label>
@@ -125,13 +126,31 @@ export function ApprovalForm({ step, onDecided }: { step: Step; onDecided: () =>
   );
 }
 
+/** Who decided; a name typed on an anonymous link is marked as claimed. */
+function DecidedBy({ d }: { d: { approver: string; claimed_by?: string | undefined } }) {
+  const who = decidedBy(d);
+  return (
+    <>
+      <strong>{who.name}</strong>
+      {who.claimed ? (
+        <>
+          {" "}
+          <span class="claim" title={CLAIM_TITLE}>
+            ({CLAIM_LABEL})
+          </span>
+        </>
+      ) : null}
+    </>
+  );
+}
+
 export function Decisions({ step }: { step: Step }) {
   if (!step.decisions?.length) return null;
   return (
     <ul class="decisions">
       {step.decisions.map((d) => (
-        <li key={d.approver}>
-          <strong>{d.approver}</strong> {d.decision === "approve" ? "approved" : "rejected"}
+        <li key={`${d.approver}:${d.claimed_by ?? ""}`}>
+          <DecidedBy d={d} /> {d.decision === "approve" ? "approved" : "rejected"}
           {d.comment ? <> — “{d.comment}”</> : null}{" "}
           <span class="muted">· {new Date(d.decided_at).toLocaleString()}</span>
         </li>

@@ -6,6 +6,7 @@ import type {
   TimelineEvent,
   Verdict,
 } from "../../src/client/index.ts";
+import { CLAIM_LABEL, CLAIM_TITLE, decidedBy } from "./decided-by.ts";
 import { label, preciseTime } from "./format.ts";
 import { Badge } from "./ui.tsx";
 
@@ -97,11 +98,20 @@ function eventLine(
     };
   }
   if (e.type === "step.decided") {
+    const who = decidedBy(d);
     return {
       title: (
         <>
-          <b>{String(d.approver ?? "someone")}</b> {d.decision === "approve" ? "approved" : "rejected"} step{" "}
-          <b>{step}</b>
+          <b>{who.name}</b>
+          {who.claimed ? (
+            <>
+              {" "}
+              <span class="claim" title={CLAIM_TITLE}>
+                ({CLAIM_LABEL})
+              </span>
+            </>
+          ) : null}{" "}
+          {d.decision === "approve" ? "approved" : "rejected"} step <b>{step}</b>
         </>
       ),
       detail: d.comment ? <>“{String(d.comment)}”</> : undefined,

@@ -23,6 +23,9 @@ export const signOff = task({
   id: "example.sign_off",
   run: async (input: { title: string; amount: number }, { step }) => {
     const decision = await step.approval("sign-off", {
+      // A named approver gets links that carry the name, so the decision is by her. Without
+      // one, the links name nobody and a name typed on the page is only \`claimed_by\`.
+      approvers: ["ana@acme.test"],
       title: input.title,
       description: "Approve or reject; the task resumes with the decision.",
       show: ["title", "amount"],

@@ -3,10 +3,13 @@ import { isTerminalJob, type JobStatus } from "../../core/job.ts";
 import type { StoredStep } from "../../core/replay.ts";
 import { isTerminalTask } from "../../core/task.ts";
 import {
+  ANONYMOUS_APPROVER,
+  type ApprovalConfig,
   approvalOutput,
   bodySha256,
   callbackInboxRow,
   callbackVerdict,
+  decidedEvent,
   type EventMatch,
   lateResult,
   refusal,
@@ -307,19 +310,19 @@ export async function decideApproval(tx: Tx, d: ApprovalDecisionInput): Promise<
   const why = refusal(found?.task ?? null, found?.step ?? null, d.attempt, now);
   if (why) return why;
   const { task, step } = found!;
-  const approver = d.approver ?? "anonymous";
+  const approver = d.approver ?? ANONYMOUS_APPROVER;
   const inserted = await tx.run(
     `INSERT INTO approval_decisions (task_id, step_id, approver, decision, comment, decided_at)
      VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
     [d.taskId, d.stepId, approver, d.decision, d.comment, now],
   );
   if (inserted === 0) return "duplicate_decision";
-  tx.emit(task.tenantId, task.id, "step.decided", {
-    step_id: d.stepId,
-    approver,
-    decision: d.decision,
-    comment: d.comment,
-  });
+  tx.emit(
+    task.tenantId,
+    task.id,
+    "step.decided",
+    decidedEvent(step.config as ApprovalConfig, { ...d, approver }),
+  );
   const output = approvalOutput(step, await approvalDecisions(tx, d.taskId, d.stepId));
   if (output) await endWait(tx, task, d.stepId, "succeeded", { output });
   return "accepted";
