@@ -429,6 +429,95 @@ describe("the SSRF guard", () => {
     for (const [ip, want] of cases) assert.equal(classifyAddress(ip), want, ip);
   });
 
+  test("follows the IANA special-purpose registries: each class of range, and public addresses still pass", () => {
+    const cases: [string, string][] = [
+      // Documentation and benchmarking ranges.
+      ["192.0.2.10", "reserved"],
+      ["198.51.100.7", "reserved"],
+      ["203.0.113.255", "reserved"],
+      ["2001:db8::1", "reserved"],
+      ["2001:db8:ffff::1", "reserved"],
+      ["3fff::1", "reserved"],
+      ["198.18.0.1", "private"],
+      ["198.19.255.254", "private"],
+      ["2001:2::1", "private"],
+      // The rest of the IPv4 registry.
+      ["192.0.0.8", "reserved"],
+      ["192.0.0.170", "reserved"],
+      ["192.88.99.1", "reserved"],
+      ["240.1.2.3", "reserved"],
+      ["0.1.2.3", "private"],
+      // Teredo tunnels to a client behind a NAT: never.
+      ["2001:0:4136:e378:8000:63bf:3fff:fdd2", "reserved"],
+      ["2001::1", "reserved"],
+      // 6to4 is what the IPv4 address inside is.
+      ["2002:c0a8:101::1", "private"],
+      ["2002:0a00:0001::", "private"],
+      ["2002:7f00:1::1", "private"],
+      ["2002:cb00:7101::1", "reserved"],
+      ["2002:808:808::1", "public"],
+      // NAT64 (well-known and local-use prefixes) is what it translates to.
+      ["64:ff9b::c0a8:1", "private"],
+      ["64:ff9b::127.0.0.1", "private"],
+      ["64:ff9b::192.0.2.1", "reserved"],
+      ["64:ff9b::8.8.8.8", "public"],
+      ["64:ff9b:1::a00:1", "private"],
+      // IPv4-mapped and -compatible addresses, in both spellings.
+      ["::ffff:192.168.0.1", "private"],
+      ["::ffff:c0a8:1", "private"],
+      ["::ffff:198.51.100.1", "reserved"],
+      ["::ffff:a9fe:a9fe", "link-local"],
+      ["::10.0.0.1", "private"],
+      ["::ffff:1.1.1.1", "public"],
+      // Other IPv6 blocks no webhook lives at, and what lies outside global unicast.
+      ["100::1", "reserved"],
+      ["5f00::1", "reserved"],
+      ["2001:10::1", "reserved"],
+      ["4000::1", "reserved"],
+      ["fec0::1", "private"],
+      // Globally reachable blocks the registries list stay public, even inside a refused one.
+      ["192.31.196.1", "public"],
+      ["192.0.0.9", "public"],
+      ["2001:4:112::1", "public"],
+      ["2001:3::1", "public"],
+      ["2620:4f:8000::1", "public"],
+      // Ordinary public addresses.
+      ["1.1.1.1", "public"],
+      ["93.184.216.34", "public"],
+      ["192.0.3.1", "public"],
+      ["203.0.114.1", "public"],
+      ["198.20.0.1", "public"],
+      ["2001:4860:4860::8888", "public"],
+      ["2a00:1450:4001:80b::200e", "public"],
+      ["2001:db9::1", "public"],
+    ];
+    for (const [ip, want] of cases) assert.equal(classifyAddress(ip), want, ip);
+  });
+
+  test("a documentation or Teredo target is refused even when private networks are allowed", async () => {
+    for (const address of [
+      "192.0.2.1",
+      "2001:db8::5",
+      "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+      "2002:c000:201::1",
+    ]) {
+      const resolve = async () => [{ address, family: address.includes(":") ? 6 : 4 }];
+      await assert.rejects(
+        vetTarget("https://docs.example/hook", { allowPrivateNetworks: true }, resolve),
+        (e: any) => e.code === "TARGET_FORBIDDEN" && /reserved address/.test(e.message),
+        address,
+      );
+    }
+    const bench = async () => [{ address: "198.18.0.9", family: 4 }];
+    await assert.rejects(vetTarget("https://lab.example/hook", { allowPrivateNetworks: false }, bench), {
+      code: "TARGET_FORBIDDEN",
+    });
+    assert.equal(
+      (await vetTarget("https://lab.example/hook", { allowPrivateNetworks: true }, bench)).address,
+      "198.18.0.9",
+    );
+  });
+
   test("a name is refused if any of its addresses is forbidden", async () => {
     const resolve = async () => [
       { address: "93.184.216.34", family: 4 },
