@@ -1,4 +1,5 @@
 import { type ErrorInfo, errorInfo, LonghaulError } from "../core/errors.ts";
+import { endpointSecretAt } from "../core/sealed-at.ts";
 import type { DeliveryAttemptInput, DeliveryAttemptResult, TaskEventRow } from "../store/store.ts";
 import { signStandardWebhook } from "../webhooks/standard-webhooks.ts";
 import { type PostResult, postPinned } from "./post-pinned.ts";
@@ -42,9 +43,10 @@ export async function attemptDelivery(
   let answer: PostResult;
   let signature: string;
   try {
-    // During a rotation window both secrets sign; a receiver accepts either (space-separated).
-    signature = [endpoint.secret, ...(endpoint.previousSecret === null ? [] : [endpoint.previousSecret])]
-      .map((stored) => signStandardWebhook({ id, timestampS, body, secret: settings.secrets.open(stored) }))
+    // During a rotation window every unexpired secret signs; a receiver accepts any (space-separated).
+    const at = endpointSecretAt(endpoint.id);
+    signature = [endpoint.secret, ...endpoint.previousSecrets]
+      .map((stored) => signStandardWebhook({ id, timestampS, body, secret: settings.secrets.open(stored, at) }))
       .join(" ");
   } catch (err) {
     // Another node sealed it under a key this one lacks: retry, so the key can be deployed meanwhile.
