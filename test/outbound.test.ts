@@ -5,6 +5,7 @@ import { after, before, describe, test } from "node:test";
 import { Webhook } from "standardwebhooks";
 import { hashApiKey, newApiKey } from "../src/core/api-keys.ts";
 import { defineTask } from "../src/core/task-type.ts";
+import { answerExcerpt } from "../src/outbound/attempt.ts";
 import { postPinned } from "../src/outbound/post-pinned.ts";
 import { classifyAddress, vetTarget } from "../src/outbound/ssrf.ts";
 import { waitFor } from "./helpers.ts";
@@ -24,19 +25,27 @@ interface Hit {
   status: number;
 }
 
+/** What an internal service behind a private target might answer: never for the tenant to read. */
+const INTERNAL_ANSWER = "internal-only: db=10.0.0.5 user=admin";
+
 /** A webhook receiver on loopback: each path answers as its handler says, and every request is kept. */
 async function startReceiver() {
   const hits: Hit[] = [];
   const seen = new Map<string, number>();
   let down = true;
-  const answer = (path: string, id: string): { status: number; headers?: Record<string, string> } => {
+  const answer = (
+    path: string,
+    id: string,
+  ): { status: number; headers?: Record<string, string>; body?: string } => {
     const n = (seen.get(`${path} ${id}`) ?? 0) + 1;
     seen.set(`${path} ${id}`, n);
     switch (path) {
       case "/flaky":
         return { status: n <= 2 ? 500 : 200 };
       case "/gone":
-        return { status: 410 };
+        return { status: 410, body: INTERNAL_ANSWER };
+      case "/leaky":
+        return { status: 503, body: INTERNAL_ANSWER };
       case "/down":
         return { status: down ? 503 : 204 };
       case "/redirect":
@@ -59,7 +68,7 @@ async function startReceiver() {
         at: Date.now(),
         status: a.status,
       });
-      res.writeHead(a.status, a.headers).end("thanks");
+      res.writeHead(a.status, a.headers).end(a.body ?? "thanks");
     });
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
@@ -201,6 +210,7 @@ describe("outbound webhooks (development policy: loopback allowed)", () => {
     const after410 = list.body.data.find((e: any) => e.id === ep.id);
     assert.equal(after410.status, "disabled");
     assert.match(after410.disabled_reason, /410/);
+    assert.doesNotMatch(after410.disabled_reason, /internal-only/, "a private target's answer is not quoted");
     assert.ok(log.some((d: any) => d.state === "failed" && d.last_status === 410));
     assert.ok(
       log.every((d: any) => d.state === "canceled" || (d.state === "failed" && d.last_status === 410)),
@@ -253,6 +263,19 @@ describe("outbound webhooks (development policy: loopback allowed)", () => {
       method: "POST",
     });
     assert.equal(again.status, 409);
+  });
+
+  test("the delivery log of a private target keeps its status, never its answer", async () => {
+    const { body: ep } = await createEndpoint(stack, { url: rx.url("/leaky"), events: ["task.succeeded"] });
+    await runTask(stack);
+    const [d] = await waitFor(async () => {
+      const r = await deliveries(stack, ep.id);
+      return r.body.data[0]?.last_error ? r.body.data : null;
+    });
+    assert.equal(d.last_status, 503);
+    assert.equal(d.last_error.code, "HTTP_STATUS");
+    assert.equal(d.last_error.message, `${rx.url("/leaky")} answered 503`);
+    await stack.api(`/v1/webhook-endpoints/${ep.id}`, { method: "DELETE" });
   });
 
   test("redirects are not followed: a 3xx is a failed attempt", async () => {
@@ -391,6 +414,24 @@ describe("outbound webhooks (default policy: public targets only)", () => {
     assert.equal(d.last_error.code, "TARGET_FORBIDDEN");
     assert.equal(rx.hits.length, 0);
   });
+});
+
+test("the delivery log quotes an answer only from a public address", () => {
+  const answer = `  ${"x".repeat(300)}  `;
+  assert.equal(answerExcerpt("93.184.216.34", answer), "x".repeat(200));
+  assert.equal(answerExcerpt("2606:4700:4700::1111", "rate limited"), "rate limited");
+  for (const address of [
+    "127.0.0.1",
+    "10.0.0.5",
+    "192.168.1.2",
+    "100.64.0.1",
+    "::1",
+    "fd00::1",
+    "::ffff:10.0.0.5",
+    "198.18.0.1",
+  ]) {
+    assert.equal(answerExcerpt(address, answer), "", address);
+  }
 });
 
 describe("the SSRF guard", () => {
