@@ -8,6 +8,7 @@ import type { IdGenerator } from "./core/ids.ts";
 import { readJson } from "./core/json-input.ts";
 import { type LimitsConfig, resolveLimits } from "./core/limits.ts";
 import { DEFAULT_TIMEOUT_MS } from "./core/replay.ts";
+import { metaValueAt } from "./core/sealed-at.ts";
 import type { TaskType } from "./core/task-type.ts";
 import { providerRegistry, taskTypeRegistry } from "./engine/registry.ts";
 import type { Worker, WorkerOptions } from "./engine/worker.ts";
@@ -199,9 +200,11 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
       { clock, ...(opts.ids ? { ids: opts.ids } : {}), syncInPlace: role === "worker" },
     ));
   await store.migrate();
-  // Stored secrets follow the current encryption key: plain ones are sealed, ones under an
-  // older key resealed. One this deployment cannot read stops the start, saying which key.
-  await store.resealSecrets((stored) => secrets.reseal(stored), SEALED_META_KEYS);
+  // Plain secrets are sealed and old-format ones bound to their place, each under the key it
+  // is under: a start never moves a value to another key, which nodes still starting may not
+  // know yet (`longhaul secrets reseal` does, once every node writes with it). A value under
+  // a key this node does not list stops the start, saying which key.
+  await store.resealSecrets((stored, at) => secrets.upgrade(stored, at), SEALED_META_KEYS);
 
   const taskTypes = taskTypeRegistry([...(opts.taskTypes ?? []), ...(opts.tasks ?? [])]);
   const providers = providerRegistry(opts.providers);
@@ -231,13 +234,18 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     return `${publicUrl}/hooks/${source.name}`;
   };
 
+  const tokenKeysAt = metaValueAt(TOKEN_KEYS_META_KEY);
   const keyring = await keyringFromConfig(
     opts.tokens?.keys ? { keys: opts.tokens.keys } : undefined,
     async () => {
       const stored = await store.getMeta(TOKEN_KEYS_META_KEY);
-      return stored === null ? null : secrets.open(stored);
+      return stored === null ? null : secrets.open(stored, tokenKeysAt);
     },
-    async (json) => secrets.open(await store.putMetaIfAbsent(TOKEN_KEYS_META_KEY, secrets.seal(json))),
+    async (json) =>
+      secrets.open(
+        await store.putMetaIfAbsent(TOKEN_KEYS_META_KEY, secrets.seal(json, tokenKeysAt)),
+        tokenKeysAt,
+      ),
   );
   const defaultWaitMs = (opts.tokens?.ttl_s ?? 48 * 3600) * 1000;
   const baseUrl = () => {

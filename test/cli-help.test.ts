@@ -16,7 +16,7 @@ test("longhaul --version prints the package's version", async () => {
 });
 
 test("every subcommand's --help prints its usage and exits 0, opening nothing", async () => {
-  for (const command of ["dev", "serve", "simulate", "migrate", "tenants", "tasks"]) {
+  for (const command of ["dev", "serve", "simulate", "migrate", "tenants", "tasks", "secrets"]) {
     // An unreachable database: a command that went on past --help would fail on it.
     const { stdout } = await run(process.execPath, [...CLI_FROM_SOURCE, command, "--help"], {
       env: { ...process.env, LONGHAUL_DATABASE_URL: "postgres://nobody@127.0.0.1:1/none" },

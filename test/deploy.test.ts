@@ -132,12 +132,16 @@ test("compose.yaml: postgres, a one-shot migrate, an api, two workers; secrets r
   assert.deepEqual(environmentOf(s.api!, env), {
     LONGHAUL_DATABASE_URL: "postgres://longhaul:pw@postgres:5432/longhaul",
     LONGHAUL_SECRET_KEY: "k",
+    LONGHAUL_SECRET_KEYS: "",
     LONGHAUL_ADMIN_KEY: "a",
   });
   assert.deepEqual(Object.keys(environmentOf(s.worker!, env)).sort(), [
     "LONGHAUL_DATABASE_URL",
     "LONGHAUL_SECRET_KEY",
+    "LONGHAUL_SECRET_KEYS",
   ]);
+  // Keys for reading only, during a key change, pass through when set.
+  assert.equal(environmentOf(s.worker!, { ...env, LONGHAUL_SECRET_KEYS: "old" }).LONGHAUL_SECRET_KEYS, "old");
   // Each secret is required: compose refuses to start without it.
   for (const missing of Object.keys(env)) {
     const without = { ...env, [missing]: "" };

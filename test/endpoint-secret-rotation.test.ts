@@ -105,6 +105,53 @@ describe("POST /v1/webhook-endpoints/:id/rotate-secret", () => {
     offsetMs = 0;
   });
 
+  test("a second rotation inside the window keeps the first secret signing, each until its own expiry", async () => {
+    const created = await stack.api("/v1/webhook-endpoints", {
+      body: { url: `${base}/three`, events: ["task.created"] },
+    });
+    const id = created.body.id as string;
+    const rotate = (body: unknown) => stack.api(`/v1/webhook-endpoints/${id}/rotate-secret`, { body });
+    const first = await rotate({ expire_previous_in_s: 3600 });
+    const second = await rotate({ expire_previous_in_s: 7200 });
+    assert.equal(second.status, 200);
+    const window = Date.parse(second.body.previous_secret_expires_at) - Date.parse(second.body.updated_at);
+    assert.ok(window >= 7200_000 && window < 7200_000 + 5000, `the last window ends it: ${window} ms`);
+    const secrets = [created.body.secret, first.body.secret, second.body.secret] as string[];
+
+    const during = await deliveredNext("/three");
+    assert.equal(during.headers["webhook-signature"]!.split(" ").length, 3);
+    for (const secret of secrets) {
+      assert.ok(accepts(secret, during), "every secret of the two windows signs");
+      new Webhook(secret).verify(during.body, during.headers);
+    }
+
+    offsetMs = 3600_000 + 1000;
+    const later = await deliveredNext("/three");
+    assert.equal(later.headers["webhook-signature"]!.split(" ").length, 2);
+    assert.ok(!accepts(secrets[0]!, later), "the first window has ended");
+    assert.ok(accepts(secrets[1]!, later) && accepts(secrets[2]!, later));
+    offsetMs = 0;
+  });
+
+  test("rotations past five earlier secrets still signing are refused with 409; expire_previous_in_s 0 stops them all", async () => {
+    const created = await stack.api("/v1/webhook-endpoints", {
+      body: { url: `${base}/four`, events: ["task.created"] },
+    });
+    const id = created.body.id as string;
+    const rotate = (body: unknown) => stack.api(`/v1/webhook-endpoints/${id}/rotate-secret`, { body });
+    for (let i = 0; i < 5; i++) assert.equal((await rotate({ expire_previous_in_s: 600 })).status, 200);
+    const refused = await rotate({ expire_previous_in_s: 600 });
+    assert.equal(refused.status, 409);
+    assert.equal(refused.body.error.code, "LIMIT_REACHED");
+    assert.match(refused.body.error.message, /expire_previous_in_s 0/);
+    const stop = await rotate({ expire_previous_in_s: 0 });
+    assert.equal(stop.status, 200);
+    assert.equal(stop.body.previous_secret_expires_at, null);
+    const hit = await deliveredNext("/four");
+    assert.equal(hit.headers["webhook-signature"]!.split(" ").length, 1);
+    assert.ok(accepts(stop.body.secret, hit));
+  });
+
   test("expire_previous_in_s 0 drops the old secret at once; bad values and unknown ids are refused", async () => {
     const created = await stack.api("/v1/webhook-endpoints", {
       body: { url: `${base}/two`, events: ["task.created"] },

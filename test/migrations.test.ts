@@ -4,8 +4,10 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 import { pathToFileURL } from "node:url";
 import Database from "better-sqlite3";
+import { Client } from "pg";
 import { readMigrations, renderMigration } from "../src/store/migrations.ts";
 import { tempDir } from "./helpers.ts";
+import { dropSchemas, freshSchemaName, pgAvailableOrReport, pgBaseUrl, pgUnreachable } from "./pg-env.ts";
 
 const tmp = tempDir();
 after(tmp.cleanup);
@@ -113,3 +115,57 @@ test("the SQLite rendering builds the schema: typed columns, rowid-less tables, 
   );
   db.close();
 });
+
+/** 014 on a database at 013: the one previous secret of each endpoint moves into the list. */
+const PREVIOUS_SECRET_ROWS = [
+  "INSERT INTO tenants (id, name, created_at) VALUES ('tn_1', 't', 1)",
+  `INSERT INTO webhook_endpoints (id, tenant_id, url, secret, status, created_at, updated_at, previous_secret, previous_secret_expires_at)
+   VALUES ('we_1', 'tn_1', 'https://example.com/h', 'enc:v1:new', 'enabled', 1, 1, 'enc:v1:old', 1700000000000),
+          ('we_2', 'tn_1', 'https://example.com/h', 'plain', 'enabled', 1, 1, NULL, NULL)`,
+];
+const movedPreviousSecrets = (rows: { id: string; previous_secrets: string }[]) => {
+  assert.deepEqual(
+    rows.map((r) => [r.id, JSON.parse(r.previous_secrets)]),
+    [
+      ["we_1", [{ secret: "enc:v1:old", expires_at: 1700000000000 }]],
+      ["we_2", []],
+    ],
+  );
+};
+
+test("014 moves an endpoint's previous secret into previous_secrets (SQLite)", () => {
+  const db = new Database(":memory:");
+  const ms = readMigrations("sqlite");
+  for (const m of ms.filter((m) => m.version < 14)) db.exec(m.sql);
+  for (const sql of PREVIOUS_SECRET_ROWS) db.exec(sql);
+  db.exec(ms.find((m) => m.version === 14)!.sql);
+  movedPreviousSecrets(
+    db.prepare("SELECT id, previous_secrets FROM webhook_endpoints ORDER BY id").all() as never,
+  );
+  const columns = (db.prepare("PRAGMA table_info(webhook_endpoints)").all() as { name: string }[]).map(
+    (c) => c.name,
+  );
+  assert.ok(!columns.includes("previous_secret") && !columns.includes("previous_secret_expires_at"));
+  db.close();
+});
+
+const pgDown = await pgUnreachable();
+if (pgAvailableOrReport(pgDown, "014 on PostgreSQL")) {
+  test("014 moves an endpoint's previous secret into previous_secrets (PostgreSQL)", async () => {
+    const schema = freshSchemaName("lh_mig");
+    const client = new Client({ connectionString: pgBaseUrl });
+    await client.connect();
+    try {
+      await client.query(`CREATE SCHEMA "${schema}"; SET search_path TO "${schema}"`);
+      const ms = readMigrations("postgres");
+      for (const m of ms.filter((m) => m.version < 14)) await client.query(m.sql);
+      for (const sql of PREVIOUS_SECRET_ROWS) await client.query(sql);
+      await client.query(ms.find((m) => m.version === 14)!.sql);
+      const r = await client.query("SELECT id, previous_secrets FROM webhook_endpoints ORDER BY id");
+      movedPreviousSecrets(r.rows);
+    } finally {
+      await client.end();
+      await dropSchemas([schema]);
+    }
+  });
+}

@@ -5,6 +5,7 @@ import { after, before, describe, test } from "node:test";
 import { Webhook } from "standardwebhooks";
 import { hashApiKey, newApiKey } from "../src/core/api-keys.ts";
 import { defineTask } from "../src/core/task-type.ts";
+import { answerExcerpt } from "../src/outbound/attempt.ts";
 import { postPinned } from "../src/outbound/post-pinned.ts";
 import { classifyAddress, vetTarget } from "../src/outbound/ssrf.ts";
 import { waitFor } from "./helpers.ts";
@@ -24,19 +25,27 @@ interface Hit {
   status: number;
 }
 
+/** What an internal service behind a private target might answer: never for the tenant to read. */
+const INTERNAL_ANSWER = "internal-only: db=10.0.0.5 user=admin";
+
 /** A webhook receiver on loopback: each path answers as its handler says, and every request is kept. */
 async function startReceiver() {
   const hits: Hit[] = [];
   const seen = new Map<string, number>();
   let down = true;
-  const answer = (path: string, id: string): { status: number; headers?: Record<string, string> } => {
+  const answer = (
+    path: string,
+    id: string,
+  ): { status: number; headers?: Record<string, string>; body?: string } => {
     const n = (seen.get(`${path} ${id}`) ?? 0) + 1;
     seen.set(`${path} ${id}`, n);
     switch (path) {
       case "/flaky":
         return { status: n <= 2 ? 500 : 200 };
       case "/gone":
-        return { status: 410 };
+        return { status: 410, body: INTERNAL_ANSWER };
+      case "/leaky":
+        return { status: 503, body: INTERNAL_ANSWER };
       case "/down":
         return { status: down ? 503 : 204 };
       case "/redirect":
@@ -59,7 +68,7 @@ async function startReceiver() {
         at: Date.now(),
         status: a.status,
       });
-      res.writeHead(a.status, a.headers).end("thanks");
+      res.writeHead(a.status, a.headers).end(a.body ?? "thanks");
     });
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
@@ -201,6 +210,7 @@ describe("outbound webhooks (development policy: loopback allowed)", () => {
     const after410 = list.body.data.find((e: any) => e.id === ep.id);
     assert.equal(after410.status, "disabled");
     assert.match(after410.disabled_reason, /410/);
+    assert.doesNotMatch(after410.disabled_reason, /internal-only/, "a private target's answer is not quoted");
     assert.ok(log.some((d: any) => d.state === "failed" && d.last_status === 410));
     assert.ok(
       log.every((d: any) => d.state === "canceled" || (d.state === "failed" && d.last_status === 410)),
@@ -253,6 +263,19 @@ describe("outbound webhooks (development policy: loopback allowed)", () => {
       method: "POST",
     });
     assert.equal(again.status, 409);
+  });
+
+  test("the delivery log of a private target keeps its status, never its answer", async () => {
+    const { body: ep } = await createEndpoint(stack, { url: rx.url("/leaky"), events: ["task.succeeded"] });
+    await runTask(stack);
+    const [d] = await waitFor(async () => {
+      const r = await deliveries(stack, ep.id);
+      return r.body.data[0]?.last_error ? r.body.data : null;
+    });
+    assert.equal(d.last_status, 503);
+    assert.equal(d.last_error.code, "HTTP_STATUS");
+    assert.equal(d.last_error.message, `${rx.url("/leaky")} answered 503`);
+    await stack.api(`/v1/webhook-endpoints/${ep.id}`, { method: "DELETE" });
   });
 
   test("redirects are not followed: a 3xx is a failed attempt", async () => {
@@ -393,6 +416,24 @@ describe("outbound webhooks (default policy: public targets only)", () => {
   });
 });
 
+test("the delivery log quotes an answer only from a public address", () => {
+  const answer = `  ${"x".repeat(300)}  `;
+  assert.equal(answerExcerpt("93.184.216.34", answer), "x".repeat(200));
+  assert.equal(answerExcerpt("2606:4700:4700::1111", "rate limited"), "rate limited");
+  for (const address of [
+    "127.0.0.1",
+    "10.0.0.5",
+    "192.168.1.2",
+    "100.64.0.1",
+    "::1",
+    "fd00::1",
+    "::ffff:10.0.0.5",
+    "198.18.0.1",
+  ]) {
+    assert.equal(answerExcerpt(address, answer), "", address);
+  }
+});
+
 describe("the SSRF guard", () => {
   test("classifies addresses, including IPv4 inside IPv6", () => {
     const cases: [string, string][] = [
@@ -427,6 +468,95 @@ describe("the SSRF guard", () => {
       ["::ffff:8.8.8.8", "public"],
     ];
     for (const [ip, want] of cases) assert.equal(classifyAddress(ip), want, ip);
+  });
+
+  test("follows the IANA special-purpose registries: each class of range, and public addresses still pass", () => {
+    const cases: [string, string][] = [
+      // Documentation and benchmarking ranges.
+      ["192.0.2.10", "reserved"],
+      ["198.51.100.7", "reserved"],
+      ["203.0.113.255", "reserved"],
+      ["2001:db8::1", "reserved"],
+      ["2001:db8:ffff::1", "reserved"],
+      ["3fff::1", "reserved"],
+      ["198.18.0.1", "private"],
+      ["198.19.255.254", "private"],
+      ["2001:2::1", "private"],
+      // The rest of the IPv4 registry.
+      ["192.0.0.8", "reserved"],
+      ["192.0.0.170", "reserved"],
+      ["192.88.99.1", "reserved"],
+      ["240.1.2.3", "reserved"],
+      ["0.1.2.3", "private"],
+      // Teredo tunnels to a client behind a NAT: never.
+      ["2001:0:4136:e378:8000:63bf:3fff:fdd2", "reserved"],
+      ["2001::1", "reserved"],
+      // 6to4 is what the IPv4 address inside is.
+      ["2002:c0a8:101::1", "private"],
+      ["2002:0a00:0001::", "private"],
+      ["2002:7f00:1::1", "private"],
+      ["2002:cb00:7101::1", "reserved"],
+      ["2002:808:808::1", "public"],
+      // NAT64 (well-known and local-use prefixes) is what it translates to.
+      ["64:ff9b::c0a8:1", "private"],
+      ["64:ff9b::127.0.0.1", "private"],
+      ["64:ff9b::192.0.2.1", "reserved"],
+      ["64:ff9b::8.8.8.8", "public"],
+      ["64:ff9b:1::a00:1", "private"],
+      // IPv4-mapped and -compatible addresses, in both spellings.
+      ["::ffff:192.168.0.1", "private"],
+      ["::ffff:c0a8:1", "private"],
+      ["::ffff:198.51.100.1", "reserved"],
+      ["::ffff:a9fe:a9fe", "link-local"],
+      ["::10.0.0.1", "private"],
+      ["::ffff:1.1.1.1", "public"],
+      // Other IPv6 blocks no webhook lives at, and what lies outside global unicast.
+      ["100::1", "reserved"],
+      ["5f00::1", "reserved"],
+      ["2001:10::1", "reserved"],
+      ["4000::1", "reserved"],
+      ["fec0::1", "private"],
+      // Globally reachable blocks the registries list stay public, even inside a refused one.
+      ["192.31.196.1", "public"],
+      ["192.0.0.9", "public"],
+      ["2001:4:112::1", "public"],
+      ["2001:3::1", "public"],
+      ["2620:4f:8000::1", "public"],
+      // Ordinary public addresses.
+      ["1.1.1.1", "public"],
+      ["93.184.216.34", "public"],
+      ["192.0.3.1", "public"],
+      ["203.0.114.1", "public"],
+      ["198.20.0.1", "public"],
+      ["2001:4860:4860::8888", "public"],
+      ["2a00:1450:4001:80b::200e", "public"],
+      ["2001:db9::1", "public"],
+    ];
+    for (const [ip, want] of cases) assert.equal(classifyAddress(ip), want, ip);
+  });
+
+  test("a documentation or Teredo target is refused even when private networks are allowed", async () => {
+    for (const address of [
+      "192.0.2.1",
+      "2001:db8::5",
+      "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+      "2002:c000:201::1",
+    ]) {
+      const resolve = async () => [{ address, family: address.includes(":") ? 6 : 4 }];
+      await assert.rejects(
+        vetTarget("https://docs.example/hook", { allowPrivateNetworks: true }, resolve),
+        (e: any) => e.code === "TARGET_FORBIDDEN" && /reserved address/.test(e.message),
+        address,
+      );
+    }
+    const bench = async () => [{ address: "198.18.0.9", family: 4 }];
+    await assert.rejects(vetTarget("https://lab.example/hook", { allowPrivateNetworks: false }, bench), {
+      code: "TARGET_FORBIDDEN",
+    });
+    assert.equal(
+      (await vetTarget("https://lab.example/hook", { allowPrivateNetworks: true }, bench)).address,
+      "198.18.0.9",
+    );
   });
 
   test("a name is refused if any of its addresses is forbidden", async () => {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { execFile, spawn } from "node:child_process";
+import { createCipheriv, randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -29,6 +29,47 @@ import { CLI_FROM_SOURCE } from "./processes.ts";
 
 const KEY_A = randomBytes(32).toString("base64");
 const KEY_B = randomBytes(32).toString("hex");
+const idOf = (k: string) => new SecretBox([parseSecretKey(k, "k")]).activeKeyId;
+
+/** `plain` sealed as versions before 0.3 did: `enc:v1:`, AES-256-GCM without associated data. */
+function sealV1(key: string, plain: string): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv("aes-256-gcm", parseSecretKey(key, "k"), iv);
+  const body = Buffer.concat([cipher.update(plain, "utf8"), cipher.final(), cipher.getAuthTag()]);
+  return `enc:v1:${idOf(key)}:${iv.toString("base64url")}:${body.toString("base64url")}`;
+}
+
+/** The one value `sql` selects. */
+function readValue(path: string, sql: string): string {
+  const db = new Database(path, { readonly: true });
+  try {
+    return db.prepare(sql).pluck().get() as string;
+  } finally {
+    db.close();
+  }
+}
+
+function writeRow(path: string, sql: string, ...params: string[]): void {
+  const db = new Database(path);
+  try {
+    db.prepare(sql).run(...params);
+  } finally {
+    db.close();
+  }
+}
+
+/** Runs the CLI from source with `env` added; resolves with its exit code and output. */
+function runCli(args: string[], env: Record<string, string>) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    execFile(
+      process.execPath,
+      [...CLI_FROM_SOURCE, ...args],
+      { env: { ...process.env, ...env } },
+      (err, stdout, stderr) =>
+        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
 const demoDir = tempDir();
 after(() => demoDir.cleanup());
 
@@ -133,14 +174,14 @@ describe("secrets at rest (SQLite)", () => {
     const dump = JSON.stringify(db.prepare("SELECT * FROM webhook_endpoints").all());
     db.close();
     assert.equal(rows.length, 1);
-    assert.match(rows[0]!.secret, /^enc:v1:[0-9a-f]{8}:/);
+    assert.match(rows[0]!.secret, /^enc:v2:[0-9a-f]{8}:/);
     assert.ok(!dump.includes("whsec_"));
     const tokenKeys = meta.find((m) => m.key === "tokens.keys");
-    assert.match(tokenKeys!.value, /^enc:v1:/);
+    assert.match(tokenKeys!.value, /^enc:v2:/);
     assert.ok(!tokenKeys!.value.includes("base64:") && !tokenKeys!.value.includes("secret"));
   });
 
-  test("plain rows from before a key are sealed at start; the key rotates through LONGHAUL_SECRET_KEYS order", async () => {
+  test("plain rows from before a key are sealed at start; a start never moves a value to another key, `secrets reseal` does", async () => {
     const path = join(tmp.dir, "rotate.db");
     const raw = () => {
       const db = new Database(path, { readonly: true });
@@ -151,7 +192,6 @@ describe("secrets at rest (SQLite)", () => {
       db.close();
       return { secret, tokens };
     };
-    const idOf = (k: string) => new SecretBox([parseSecretKey(k, "k")]).activeKeyId;
 
     // No key: stored as given (what older versions did).
     let n = await node(new SqliteStore({ path }), []);
@@ -164,14 +204,26 @@ describe("secrets at rest (SQLite)", () => {
     n = await node(new SqliteStore({ path }), [KEY_A], tenantKey);
     assert.ok(verifies(e.body.secret, await deliveredOnce(n, rx)));
     await n.close();
-    assert.ok(raw().secret.startsWith(`enc:v1:${idOf(KEY_A)}:`));
-    assert.ok(raw().tokens.startsWith(`enc:v1:${idOf(KEY_A)}:`));
+    assert.ok(raw().secret.startsWith(`enc:v2:${idOf(KEY_A)}:`));
+    assert.ok(raw().tokens.startsWith(`enc:v2:${idOf(KEY_A)}:`));
 
-    // B first, A still accepted: everything is resealed under B.
+    // B writes, A still read: the start leaves every value under A (other nodes may not list B yet).
     n = await node(new SqliteStore({ path }), [KEY_B, KEY_A], tenantKey);
+    assert.ok(verifies(e.body.secret, await deliveredOnce(n, rx)));
     await n.close();
-    assert.ok(raw().secret.startsWith(`enc:v1:${idOf(KEY_B)}:`));
-    assert.ok(raw().tokens.startsWith(`enc:v1:${idOf(KEY_B)}:`));
+    assert.ok(raw().secret.startsWith(`enc:v2:${idOf(KEY_A)}:`));
+    assert.ok(raw().tokens.startsWith(`enc:v2:${idOf(KEY_A)}:`));
+
+    // The operator's last step: `longhaul secrets reseal` with B writing moves everything to B.
+    const cli = await runCli(["secrets", "reseal"], {
+      LONGHAUL_DATABASE_URL: `sqlite:${path}`,
+      LONGHAUL_SECRET_KEY: KEY_B,
+      LONGHAUL_SECRET_KEYS: KEY_A,
+    });
+    assert.equal(cli.code, 0, cli.stderr);
+    assert.match(cli.stdout, new RegExp(`Resealed 2 stored values: .*key ${idOf(KEY_B)}`));
+    assert.ok(raw().secret.startsWith(`enc:v2:${idOf(KEY_B)}:`));
+    assert.ok(raw().tokens.startsWith(`enc:v2:${idOf(KEY_B)}:`));
 
     // A can go now.
     n = await node(new SqliteStore({ path }), [KEY_B], tenantKey);
@@ -190,6 +242,67 @@ describe("secrets at rest (SQLite)", () => {
         },
       );
       await store.close();
+    }
+    // And so is a reseal that lacks a key some value is under: nothing is changed.
+    const refused = await runCli(["secrets", "reseal"], {
+      LONGHAUL_DATABASE_URL: `sqlite:${path}`,
+      LONGHAUL_SECRET_KEY: KEY_A,
+      LONGHAUL_SECRET_KEYS: "",
+    });
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, new RegExp(`key ${idOf(KEY_B)}.*\\(CONFIG_INVALID\\)`, "s"));
+    assert.ok(raw().secret.startsWith(`enc:v2:${idOf(KEY_B)}:`));
+  });
+
+  test("a value sealed before places were bound (enc:v1) opens, and the start rebinds it under its own key", async () => {
+    const path = join(tmp.dir, "v1.db");
+    let n = await node(new SqliteStore({ path }), [KEY_A]);
+    const e = await n.api("/v1/webhook-endpoints", { url: rx.url, events: ["task.created"] });
+    const tenantKey = n.key;
+    await n.close();
+    // Rewrite both secrets in the format of earlier versions, under A, then under B (listed second).
+    const tokens = new SecretBox([parseSecretKey(KEY_A, "a")]).open(
+      readValue(path, "SELECT value FROM meta WHERE key = 'tokens.keys'"),
+      "meta:tokens.keys:value",
+    );
+    writeRow(path, "UPDATE webhook_endpoints SET secret = ?", sealV1(KEY_B, e.body.secret));
+    writeRow(path, "UPDATE meta SET value = ? WHERE key = 'tokens.keys'", sealV1(KEY_A, tokens));
+
+    n = await node(new SqliteStore({ path }), [KEY_A, KEY_B], tenantKey);
+    assert.ok(verifies(e.body.secret, await deliveredOnce(n, rx)), "the old-format secret signs");
+    await n.close();
+    const secret = readValue(path, "SELECT secret FROM webhook_endpoints");
+    const meta = readValue(path, "SELECT value FROM meta WHERE key = 'tokens.keys'");
+    assert.ok(secret.startsWith(`enc:v2:${idOf(KEY_B)}:`), "rebound, and still under the key it was under");
+    assert.ok(meta.startsWith(`enc:v2:${idOf(KEY_A)}:`));
+    const box = new SecretBox([parseSecretKey(KEY_A, "a"), parseSecretKey(KEY_B, "b")]);
+    assert.equal(box.open(secret, `webhook_endpoints:${e.body.id}:secret`), e.body.secret);
+    assert.equal(box.open(meta, "meta:tokens.keys:value"), tokens);
+  });
+
+  test("a sealed secret copied into another endpoint's row does not open there: the delivery says so", async () => {
+    const path = join(tmp.dir, "moved.db");
+    const n = await node(new SqliteStore({ path }), [KEY_A]);
+    try {
+      const first = await n.api("/v1/webhook-endpoints", { url: `${rx.url}?e=1`, events: ["task.created"] });
+      const second = await n.api("/v1/webhook-endpoints", { url: `${rx.url}?e=2`, events: ["task.created"] });
+      const db = new Database(path);
+      db.prepare(
+        "UPDATE webhook_endpoints SET secret = (SELECT secret FROM webhook_endpoints WHERE id = ?) WHERE id = ?",
+      ).run(first.body.id, second.body.id);
+      db.close();
+      const hit = await deliveredOnce(n, rx);
+      assert.ok(verifies(first.body.secret, hit), "the endpoint the secret was sealed for still signs");
+      const [d] = await waitFor(async () => {
+        const r = await n.api(`/v1/webhook-endpoints/${second.body.id}/deliveries`);
+        return r.body.data[0]?.last_error ? r.body.data : null;
+      });
+      assert.equal(d.last_error.code, "SECRET_UNREADABLE");
+      assert.match(d.last_error.message, new RegExp(`webhook_endpoints:${second.body.id}:secret`));
+      assert.match(d.last_error.message, /sealed for another row or column/);
+      assert.ok(!d.last_error.message.includes("whsec_"));
+    } finally {
+      await n.close();
     }
   });
 
@@ -220,17 +333,62 @@ describe("secrets at rest (SQLite)", () => {
 });
 
 describe("the secret box", () => {
+  const AT = "webhook_endpoints:we_1:secret";
   test("seals with a random IV, opens with any listed key, and refuses an altered value", () => {
     const box = new SecretBox([parseSecretKey(KEY_A, "a")]);
-    const a = box.seal("whsec_abc");
-    assert.notEqual(a, box.seal("whsec_abc"));
-    assert.equal(box.open(a), "whsec_abc");
-    assert.equal(box.open("whsec_plain"), "whsec_plain");
+    const a = box.seal("whsec_abc", AT);
+    assert.notEqual(a, box.seal("whsec_abc", AT));
+    assert.equal(box.open(a, AT), "whsec_abc");
+    assert.equal(box.open("whsec_plain", AT), "whsec_plain");
     const last = a.at(-2) === "A" ? "B" : "A";
-    assert.throws(() => box.open(`${a.slice(0, -2)}${last}${a.at(-1)}`), { code: "CONFIG_INVALID" });
+    assert.throws(() => box.open(`${a.slice(0, -2)}${last}${a.at(-1)}`, AT), { code: "CONFIG_INVALID" });
     const both = new SecretBox([parseSecretKey(KEY_B, "b"), parseSecretKey(KEY_A, "a")]);
-    assert.equal(both.open(a), "whsec_abc");
-    assert.ok(both.seal("x").startsWith(`enc:v1:${both.activeKeyId}:`));
+    assert.equal(both.open(a, AT), "whsec_abc");
+    assert.ok(both.seal("x", AT).startsWith(`enc:v2:${both.activeKeyId}:`));
+  });
+
+  test("a sealed value opens only at the place it was sealed for; an old-format one anywhere", () => {
+    const box = new SecretBox([parseSecretKey(KEY_A, "a")]);
+    const sealed = box.seal("whsec_abc", AT);
+    for (const elsewhere of [
+      "webhook_endpoints:we_2:secret",
+      "meta:tokens.keys:value",
+      "webhook_endpoints:we_1:url",
+    ]) {
+      assert.throws(
+        () => box.open(sealed, elsewhere),
+        (err: Error & { code?: string }) => {
+          assert.equal(err.code, "CONFIG_INVALID");
+          assert.ok(err.message.includes(`stored at ${elsewhere}`), err.message);
+          assert.match(err.message, /sealed for another row or column/);
+          assert.ok(!err.message.includes("whsec_abc"));
+          return true;
+        },
+      );
+    }
+    const old = sealV1(KEY_A, "whsec_abc");
+    assert.equal(box.open(old, "webhook_endpoints:we_9:secret"), "whsec_abc");
+    const upgraded = box.upgrade(old, AT);
+    assert.ok(upgraded.startsWith(`enc:v2:${box.activeKeyId}:`));
+    assert.equal(box.open(upgraded, AT), "whsec_abc");
+    assert.equal(box.upgrade(upgraded, AT), upgraded, "a bound value is left as it is");
+  });
+
+  test("upgrade keeps each value under its key; reseal moves it to the writing key", () => {
+    const a = new SecretBox([parseSecretKey(KEY_A, "a")]);
+    const ba = new SecretBox([parseSecretKey(KEY_B, "b"), parseSecretKey(KEY_A, "a")]);
+    const underA = a.seal("s", AT);
+    assert.equal(ba.upgrade(underA, AT), underA);
+    assert.ok(ba.upgrade("plain", AT).startsWith(`enc:v2:${ba.activeKeyId}:`));
+    const moved = ba.reseal(underA, AT);
+    assert.ok(moved.startsWith(`enc:v2:${ba.activeKeyId}:`));
+    assert.equal(ba.open(moved, AT), "s");
+    assert.equal(ba.reseal(moved, AT), moved);
+    assert.throws(
+      () => a.upgrade(moved, AT),
+      (err: Error) => err.message.includes(`key ${ba.activeKeyId}`),
+    );
+    assert.throws(() => ba.reseal(underA, "meta:x:value"), { code: "CONFIG_INVALID" });
   });
 
   test("keys come from LONGHAUL_SECRET_KEY then LONGHAUL_SECRET_KEYS, as base64 or hex of 32 bytes", () => {
@@ -239,7 +397,10 @@ describe("the secret box", () => {
       LONGHAUL_SECRET_KEYS: `${KEY_A}, ${KEY_B}`,
     });
     assert.equal(box.activeKeyId, new SecretBox([parseSecretKey(KEY_B, "b")]).activeKeyId);
-    assert.equal(box.open(new SecretBox([parseSecretKey(KEY_A, "a")]).seal("s")), "s");
+    assert.equal(
+      box.open(new SecretBox([parseSecretKey(KEY_A, "a")]).seal("s", "meta:k:value"), "meta:k:value"),
+      "s",
+    );
     assert.equal(secretBoxFrom(undefined, {}).enabled, false);
     for (const bad of ["short", randomBytes(16).toString("base64"), "z".repeat(64)]) {
       assert.throws(
@@ -287,9 +448,9 @@ if (pgAvailableOrReport(unreachable, "secrets at rest (PostgreSQL)")) {
         const rows = await client.query(`SELECT * FROM "${schema}".webhook_endpoints`);
         const meta = await client.query(`SELECT value FROM "${schema}".meta WHERE key = 'tokens.keys'`);
         assert.equal(rows.rows.length, 1);
-        assert.match(rows.rows[0].secret, /^enc:v1:/);
+        assert.match(rows.rows[0].secret, /^enc:v2:/);
         assert.ok(!JSON.stringify(rows.rows).includes("whsec_"));
-        assert.match(meta.rows[0].value, /^enc:v1:/);
+        assert.match(meta.rows[0].value, /^enc:v2:/);
         assert.ok(!meta.rows[0].value.includes("base64:"));
       } finally {
         await client.end();

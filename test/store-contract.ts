@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ManualClock } from "../src/core/clock.ts";
+import { MAX_PREVIOUS_SECRETS } from "../src/core/endpoint-secrets.ts";
 import { LonghaulError } from "../src/core/errors.ts";
 import { PARK_MS as PARK_WAIT_MS } from "../src/core/work-item.ts";
 import type { DeliveryState, Lease, Store, WorkItem } from "../src/store/store.ts";
@@ -980,41 +981,117 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
       const deliveryId = page!.deliveries[0]!.id;
       const during = await store.deliveryForAttempt(deliveryId);
       assert.equal(during?.endpoint.secret, "s-new");
-      assert.equal(during?.endpoint.previousSecret, "s-old");
+      assert.deepEqual(during?.endpoint.previousSecrets, ["s-old"]);
       clock.advance(60_000);
       const after = await store.deliveryForAttempt(deliveryId);
       assert.equal(after?.endpoint.secret, "s-new");
-      assert.equal(after?.endpoint.previousSecret, null);
+      assert.deepEqual(after?.endpoint.previousSecrets, []);
       // No overlap: the replaced secret stops at once.
       await store.rotateWebhookEndpointSecret(tenant.id, e.id, "s-third", null);
       const now = await store.deliveryForAttempt(deliveryId);
       assert.equal(now?.endpoint.secret, "s-third");
-      assert.equal(now?.endpoint.previousSecret, null);
+      assert.deepEqual(now?.endpoint.previousSecrets, []);
       assert.equal((await store.listWebhookEndpoints(tenant.id))[0]?.previousSecretExpiresAt, null);
       await store.close();
     });
 
-    test("resealing rewrites endpoint secrets and the named meta values, and leaves the rest", async () => {
-      const { store, tenant } = await setup();
+    test("a second rotation inside the window keeps the first secret signing until its own expiry", async () => {
+      const { clock, store, tenant } = await setup();
       const e = await store.createWebhookEndpoint({
         tenantId: tenant.id,
         url: "https://example.com/h",
         events: null,
-        secret: "plain-1",
+        secret: "s1",
+      });
+      const firstEnds = clock.now() + 60_000;
+      await store.rotateWebhookEndpointSecret(tenant.id, e.id, "s2", 60_000);
+      clock.advance(10_000);
+      const secondEnds = clock.now() + 120_000;
+      const twice = await store.rotateWebhookEndpointSecret(tenant.id, e.id, "s3", 120_000);
+      assert.equal(twice?.previousSecretExpiresAt, secondEnds, "the last of the windows");
+      await submit(store, tenant.id);
+      const deliveryId = (await store.listWebhookDeliveries(tenant.id, e.id, { limit: 10 }))!.deliveries[0]!
+        .id;
+      const secrets = async () => {
+        const input = (await store.deliveryForAttempt(deliveryId))!.endpoint;
+        return [input.secret, ...input.previousSecrets];
+      };
+      assert.deepEqual(await secrets(), ["s3", "s1", "s2"]);
+      clock.set(firstEnds);
+      assert.deepEqual(await secrets(), ["s3", "s2"], "s1 stops at its own expiry");
+      // A rotation drops what expired and adds what it replaced.
+      await store.rotateWebhookEndpointSecret(tenant.id, e.id, "s4", 1000);
+      assert.deepEqual(await secrets(), ["s4", "s2", "s3"]);
+      clock.set(secondEnds);
+      assert.deepEqual(await secrets(), ["s4"]);
+      await store.close();
+    });
+
+    test("rotations past MAX_PREVIOUS_SECRETS still signing are refused until one expires; concurrent ones each keep theirs", async () => {
+      const { clock, store, tenant } = await setup();
+      const e = await store.createWebhookEndpoint({
+        tenantId: tenant.id,
+        url: "https://example.com/h",
+        events: null,
+        secret: "s0",
+      });
+      await Promise.all(
+        Array.from({ length: MAX_PREVIOUS_SECRETS }, (_, i) =>
+          store.rotateWebhookEndpointSecret(tenant.id, e.id, `s${i + 1}`, 60_000 + i),
+        ),
+      );
+      await submit(store, tenant.id);
+      const deliveryId = (await store.listWebhookDeliveries(tenant.id, e.id, { limit: 10 }))!.deliveries[0]!
+        .id;
+      const input = (await store.deliveryForAttempt(deliveryId))!.endpoint;
+      const all = [input.secret, ...input.previousSecrets].sort();
+      assert.deepEqual(all, ["s0", "s1", "s2", "s3", "s4", "s5"], "no rotation lost another's secret");
+      await assert.rejects(store.rotateWebhookEndpointSecret(tenant.id, e.id, "s-more", 60_000), {
+        code: "LIMIT_REACHED",
+      });
+      assert.equal(
+        (await store.deliveryForAttempt(deliveryId))!.endpoint.secret,
+        input.secret,
+        "nothing changed",
+      );
+      clock.advance(60_000);
+      assert.ok(await store.rotateWebhookEndpointSecret(tenant.id, e.id, "s-more", 60_000));
+      await store.close();
+    });
+
+    test("resealing rewrites endpoint secrets and the named meta values, given their places, and leaves the rest", async () => {
+      const { clock, store, tenant } = await setup();
+      const e = await store.createWebhookEndpoint({
+        tenantId: tenant.id,
+        url: "https://example.com/h",
+        events: null,
+        secret: (id) => `plain-1@${id}`,
       });
       await store.rotateWebhookEndpointSecret(tenant.id, e.id, "plain-2", 60_000);
-      await store.putMetaIfAbsent("secret.k", "plain-3");
-      await store.putMetaIfAbsent("other.k", "plain-4");
-      const mark = (s: string) => (s.startsWith("sealed:") ? s : `sealed:${s}`);
-      assert.equal(await store.resealSecrets(mark, ["secret.k", "missing.k"]), 3);
+      await store.rotateWebhookEndpointSecret(tenant.id, e.id, "plain-3", 1000);
+      await store.putMetaIfAbsent("secret.k", "plain-4");
+      await store.putMetaIfAbsent("other.k", "plain-5");
+      const places: string[] = [];
+      const mark = (s: string, at: string) => {
+        places.push(at);
+        return s.startsWith("sealed:") ? s : `sealed:${s}`;
+      };
+      clock.advance(1000);
+      assert.equal(await store.resealSecrets(mark, ["secret.k", "missing.k"]), 2);
+      assert.deepEqual(
+        [...new Set(places)],
+        [`webhook_endpoints:${e.id}:secret`, "meta:secret.k:value"],
+        "every secret of an endpoint has the place of its secret column",
+      );
       assert.equal(await store.resealSecrets(mark, ["secret.k", "missing.k"]), 0);
-      assert.equal(await store.getMeta("secret.k"), "sealed:plain-3");
-      assert.equal(await store.getMeta("other.k"), "plain-4");
+      assert.equal(await store.getMeta("secret.k"), "sealed:plain-4");
+      assert.equal(await store.getMeta("other.k"), "plain-5");
       await submit(store, tenant.id);
       const page = await store.listWebhookDeliveries(tenant.id, e.id, { limit: 10 });
       const input = await store.deliveryForAttempt(page!.deliveries[0]!.id);
-      assert.equal(input?.endpoint.secret, "sealed:plain-2");
-      assert.equal(input?.endpoint.previousSecret, "sealed:plain-1");
+      assert.equal(input?.endpoint.secret, "sealed:plain-3");
+      // The secret made with the endpoint's id still signs; the one that expired was dropped.
+      assert.deepEqual(input?.endpoint.previousSecrets, [`sealed:plain-1@${e.id}`]);
       await store.close();
     });
 

@@ -5,6 +5,7 @@ import { parseArgs } from "node:util";
 import { pino } from "pino";
 import { createLonghaul } from "../app.ts";
 import { hashApiKey, newApiKey } from "../core/api-keys.ts";
+import { metaValueAt } from "../core/sealed-at.ts";
 import { demoTaskTypes } from "../demo/index.ts";
 import { isLoopbackAddress } from "../http/loopback.ts";
 import { providersFromConfig } from "../providers/from-config.ts";
@@ -61,7 +62,7 @@ export async function dev(argv: string[]): Promise<void> {
 
   // Kept sealed when an encryption key is set, like every other secret in the store.
   const keep = async (key: string, value: string) =>
-    secrets.open(await store.putMetaIfAbsent(key, secrets.seal(value)));
+    secrets.open(await store.putMetaIfAbsent(key, secrets.seal(value, metaValueAt(key))), metaValueAt(key));
   const simSecret = await keep(DEV_SIM_SECRET_META_KEY, `whsec_${randomBytes(24).toString("base64")}`);
   const sim = await startSimulator({
     port: Number(values["sim-port"]),

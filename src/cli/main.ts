@@ -13,10 +13,11 @@ Usage:
   longhaul tenants create NAME [--max-concurrent-jobs n] [--tasks-per-day n] [--token-budget n]
   longhaul tenants list | rotate-key TENANT_ID | revoke-key TENANT_ID KEY_ID
   longhaul tasks list|show|cancel [TASK_ID] [--tenant ID]            an operator's view of tasks
+  longhaul secrets reseal                                            every stored secret under LONGHAUL_SECRET_KEY
   longhaul --version
 
 Environment: LONGHAUL_DATABASE_URL (sqlite:path | postgres://…), LONGHAUL_API_KEY (dev key),
-LONGHAUL_LOG_LEVEL.`;
+LONGHAUL_SECRET_KEY and LONGHAUL_SECRET_KEYS (encryption of secrets at rest), LONGHAUL_LOG_LEVEL.`;
 
 type Command = (argv: string[]) => Promise<void>;
 
@@ -29,6 +30,7 @@ const commands: Record<string, () => Promise<Command>> = {
   migrate: async () => (await import("./migrate.ts")).migrateCommand,
   tenants: async () => (await import("./tenants.ts")).tenantsCommand,
   tasks: async () => (await import("./tasks.ts")).tasksCommand,
+  secrets: async () => (await import("./secrets.ts")).secretsCommand,
 };
 
 /** The installed package's version; package.json sits two folders up from src/cli and dist/cli alike. */

@@ -175,7 +175,8 @@ export class LonghaulClient {
 
   /**
    * A new signing secret for an endpoint, shown only here. The old secret keeps signing next
-   * to it for `expirePreviousInS` seconds (default a day; 0 stops it at once).
+   * to it for `expirePreviousInS` seconds (default a day), and earlier ones until their own
+   * expiry; 0 stops them all at once. 409 LIMIT_REACHED while five earlier secrets still sign.
    */
   rotateWebhookEndpointSecret(
     id: string,

@@ -1,9 +1,10 @@
 import { type ErrorInfo, errorInfo, LonghaulError } from "../core/errors.ts";
+import { endpointSecretAt } from "../core/sealed-at.ts";
 import type { DeliveryAttemptInput, DeliveryAttemptResult, TaskEventRow } from "../store/store.ts";
 import { signStandardWebhook } from "../webhooks/standard-webhooks.ts";
 import { type PostResult, postPinned } from "./post-pinned.ts";
 import type { OutboundSettings } from "./settings.ts";
-import { vetTarget } from "./ssrf.ts";
+import { classifyAddress, type VettedTarget, vetTarget } from "./ssrf.ts";
 
 const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
 const JITTER = 0.1;
@@ -20,6 +21,14 @@ export function webhookBody(event: TaskEventRow): string {
     data: { task_id: event.taskId, seq: event.seq, ...data },
   });
 }
+
+/**
+ * What the delivery log quotes of an answer's body: its first 200 characters from a public
+ * address, nothing from any other. The tenant reads the log, and a private target (allowed by
+ * `allow_private_networks`) is an internal service, whose answers are not the tenant's to read.
+ */
+export const answerExcerpt = (address: string, snippet: string): string =>
+  classifyAddress(address) === "public" ? snippet.trim().slice(0, 200) : "";
 
 /** `webhook-id` is one per event, so a receiver dedupes retries and replays by it. */
 export const webhookId = (event: TaskEventRow) => `msg_${event.seq}`;
@@ -42,17 +51,21 @@ export async function attemptDelivery(
   let answer: PostResult;
   let signature: string;
   try {
-    // During a rotation window both secrets sign; a receiver accepts either (space-separated).
-    signature = [endpoint.secret, ...(endpoint.previousSecret === null ? [] : [endpoint.previousSecret])]
-      .map((stored) => signStandardWebhook({ id, timestampS, body, secret: settings.secrets.open(stored) }))
+    // During a rotation window every unexpired secret signs; a receiver accepts any (space-separated).
+    const at = endpointSecretAt(endpoint.id);
+    signature = [endpoint.secret, ...endpoint.previousSecrets]
+      .map((stored) =>
+        signStandardWebhook({ id, timestampS, body, secret: settings.secrets.open(stored, at) }),
+      )
       .join(" ");
   } catch (err) {
     // Another node sealed it under a key this one lacks: retry, so the key can be deployed meanwhile.
     const message = err instanceof Error ? err.message : String(err);
     return next(input, settings, opts, null, null, errorInfo("SECRET_UNREADABLE", message));
   }
+  let target: VettedTarget;
   try {
-    const target = await vetTarget(endpoint.url, settings);
+    target = await vetTarget(endpoint.url, settings);
     answer = await postPinned(target, {
       body,
       timeoutMs: settings.timeoutMs,
@@ -80,7 +93,8 @@ export async function attemptDelivery(
   }
   const { status } = answer;
   if (status >= 200 && status < 300) return { outcome: "delivered", status };
-  const said = answer.snippet.trim() ? `: ${answer.snippet.trim().slice(0, 200)}` : "";
+  const excerpt = answerExcerpt(target.address, answer.snippet);
+  const said = excerpt ? `: ${excerpt}` : "";
   if (status === 410) {
     return {
       outcome: "gone",

@@ -1,14 +1,20 @@
 import { lookup as dnsLookup } from "node:dns/promises";
 import { isIP } from "node:net";
 import { LonghaulError } from "../core/errors.ts";
+import { specialClass } from "./special-addresses.ts";
 
 /**
- * What an address is, for deciding whether outbound webhooks may reach it:
- * - `public`: the internet;
+ * What an address is, for deciding whether outbound webhooks may reach it, by the IANA
+ * special-purpose registries (./special-addresses.ts):
+ * - `public`: the internet: outside every special-purpose block, or in a globally reachable one;
  * - `private`: this machine and internal networks (loopback, RFC 1918, CGNAT, unique-local
- *   IPv6, the unspecified address): allowed only with `allow_private_networks`;
+ *   IPv6, the unspecified address, benchmarking networks): allowed only with
+ *   `allow_private_networks`;
  * - `link-local`: 169.254/16 and fe80::/10, where cloud metadata services answer: never;
- * - `reserved`: multicast, broadcast and other ranges no webhook lives at: never.
+ * - `reserved`: documentation, multicast, broadcast, Teredo, IPv6 outside global unicast and
+ *   the other blocks no webhook lives at: never.
+ * An IPv6 address that carries an IPv4 one (mapped, compatible, NAT64, 6to4) is what that
+ * IPv4 address is.
  */
 export type AddressClass = "public" | "private" | "link-local" | "reserved";
 
@@ -31,7 +37,7 @@ const systemResolve: Resolve = (host) => dnsLookup(host, { all: true, verbatim: 
 
 export function classifyAddress(address: string): AddressClass {
   const kind = isIP(address);
-  if (kind === 4) return classifyV4(v4Number(address));
+  if (kind === 4) return classifyV4(address);
   if (kind === 6) return classifyV6(address);
   return "reserved";
 }
@@ -87,29 +93,11 @@ function v4Number(a: string): number {
   return (((p[0]! << 24) | (p[1]! << 16) | (p[2]! << 8) | p[3]!) >>> 0) as number;
 }
 
-const inV4 = (n: number, base: string, bits: number) =>
-  bits === 0 || n >>> (32 - bits) === v4Number(base) >>> (32 - bits);
-
-function classifyV4(n: number): AddressClass {
-  if (inV4(n, "169.254.0.0", 16)) return "link-local";
-  if (inV4(n, "224.0.0.0", 4) || inV4(n, "240.0.0.0", 4) || inV4(n, "192.0.0.0", 24)) return "reserved";
-  if (
-    inV4(n, "0.0.0.0", 8) ||
-    inV4(n, "10.0.0.0", 8) ||
-    inV4(n, "100.64.0.0", 10) ||
-    inV4(n, "127.0.0.0", 8) ||
-    inV4(n, "172.16.0.0", 12) ||
-    inV4(n, "192.168.0.0", 16) ||
-    inV4(n, "198.18.0.0", 15)
-  ) {
-    return "private";
-  }
-  return "public";
-}
+const classifyV4 = (address: string): AddressClass => specialClass(address, "ipv4") ?? "public";
 
 /** Eight 16-bit groups of a valid IPv6 address (zone id dropped, embedded IPv4 expanded). */
 function v6Groups(address: string): number[] {
-  let a = address.replace(/%.*$/, "");
+  let a = address;
   const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(a);
   if (v4) {
     const n = v4Number(v4[1]!);
@@ -122,23 +110,23 @@ function v6Groups(address: string): number[] {
   return [...left, ...Array(8 - left.length - right.length).fill(0), ...right];
 }
 
-function classifyV6(address: string): AddressClass {
+function classifyV6(withZone: string): AddressClass {
+  const address = withZone.replace(/%.*$/, "");
   const g = v6Groups(address);
-  const embeddedV4 = (hi: number, lo: number) => classifyV4(((hi << 16) | lo) >>> 0);
+  const v4At = (hi: number) => {
+    const n = ((g[hi]! << 16) | g[hi + 1]!) >>> 0;
+    return classifyV4(`${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`);
+  };
   const zero = (from: number, to: number) => g.slice(from, to).every((x) => x === 0);
-  // ::ffff:a.b.c.d (mapped) and ::a.b.c.d (compatible) reach the IPv4 address inside.
-  if (zero(0, 5) && (g[5] === 0xffff || g[5] === 0)) {
-    if (g[5] === 0 && g[6] === 0 && (g[7] === 0 || g[7] === 1)) return "private"; // :: and ::1
-    return embeddedV4(g[6]!, g[7]!);
-  }
-  // NAT64 (64:ff9b::/96) translates to the IPv4 address in its last 32 bits; 6to4 (2002::/16) embeds one too.
-  if (g[0] === 0x64 && g[1] === 0xff9b && zero(2, 6)) return embeddedV4(g[6]!, g[7]!);
-  if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 1) return "private";
-  if (g[0] === 0x2002) return embeddedV4(g[1]!, g[2]!);
-  const first = g[0]!;
-  if ((first & 0xffc0) === 0xfe80) return "link-local";
-  if ((first & 0xff00) === 0xff00) return "reserved";
-  if ((first & 0xfe00) === 0xfc00 || (first & 0xffc0) === 0xfec0) return "private";
-  if (first === 0x100 && zero(1, 4)) return "reserved";
-  return "public";
+  // ::ffff:a.b.c.d (mapped) and ::a.b.c.d (compatible) reach the IPv4 address inside;
+  // :: and ::1 are the table's.
+  if (zero(0, 5) && (g[5] === 0xffff || (g[5] === 0 && (g[6] !== 0 || g[7]! > 1)))) return v4At(6);
+  // NAT64 (64:ff9b::/96) translates to the IPv4 address in its last 32 bits; 6to4
+  // (2002::/16) tunnels to the one in bits 16 to 47.
+  if (g[0] === 0x64 && g[1] === 0xff9b && zero(2, 6)) return v4At(6);
+  if (g[0] === 0x2002) return v4At(1);
+  const special = specialClass(address, "ipv6");
+  if (special) return special;
+  // Only 2000::/3 is global unicast (IANA IPv6 Address Space); the rest is not handed out.
+  return (g[0]! & 0xe000) === 0x2000 ? "public" : "reserved";
 }

@@ -4,10 +4,14 @@ import { LonghaulError } from "../core/errors.ts";
 /**
  * Secrets kept at rest (outbound `whsec_` endpoint secrets, generated token keys) are sealed
  * with AES-256-GCM under a key from the environment. A sealed value reads
- * `enc:v1:<key id>:<iv>:<ciphertext and tag>` (base64url), so a value written before a key was
- * set still reads as plain text and is sealed the next time it is written or resealed.
+ * `enc:v2:<key id>:<iv>:<ciphertext and tag>` (base64url) and carries the place it is kept,
+ * `table:id:column` (src/core/sealed-at.ts), as associated data: a copy moved to another row
+ * or column does not open. `enc:v1:` values, sealed before places were bound, still open
+ * anywhere, and a start rewrites them as `enc:v2:` under the same key. A value written
+ * before a key was set still reads as plain text and is sealed at the next start.
  */
-export const SEALED_PREFIX = "enc:v1:";
+export const SEALED_PREFIX = "enc:v2:";
+const UNBOUND_PREFIX = "enc:v1:";
 
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
@@ -20,10 +24,18 @@ interface BoxKey {
   bytes: Buffer;
 }
 
+interface Sealed {
+  /** False for `enc:v1:`, sealed without its place. */
+  bound: boolean;
+  id: string;
+  iv: string;
+  body: string;
+}
+
 /**
- * Seals with the first key; opens with any key whose id a value names, so an old key
- * keeps reading while values are resealed under a new one. A box without keys seals
- * nothing (plain text passes through) and refuses to open a sealed value.
+ * Seals with the first key (the writing key); opens with any key whose id a value names, so
+ * every node that lists a key reads what any other node sealed under it. A box without keys
+ * seals nothing (plain text passes through) and refuses to open a sealed value.
  */
 export class SecretBox {
   readonly #keys: BoxKey[];
@@ -52,34 +64,26 @@ export class SecretBox {
     return this.#keys[0]?.id ?? null;
   }
 
-  /** `plain` sealed under the first key; unchanged when no key is set. */
-  seal(plain: string): string {
+  /** `plain` sealed under the writing key for the place `at`; unchanged when no key is set. */
+  seal(plain: string, at: string): string {
     const key = this.#keys[0];
-    if (!key) return plain;
-    const iv = randomBytes(IV_BYTES);
-    const cipher = createCipheriv("aes-256-gcm", key.bytes, iv);
-    const body = Buffer.concat([cipher.update(plain, "utf8"), cipher.final(), cipher.getAuthTag()]);
-    return `${SEALED_PREFIX}${key.id}:${iv.toString("base64url")}:${body.toString("base64url")}`;
+    return key ? sealWith(key, plain, at) : plain;
   }
 
-  /** The plain text of a stored value; a value that is not sealed is returned as it is. */
-  open(stored: string): string {
-    if (!isSealed(stored)) return stored;
-    const [id, ivText, bodyText] = stored.slice(SEALED_PREFIX.length).split(":");
-    const key = this.#keys.find((k) => k.id === id);
-    if (!key) {
-      throw new LonghaulError(
-        "CONFIG_INVALID",
-        this.enabled
-          ? `A stored secret is encrypted with key ${id}, which is not among LONGHAUL_SECRET_KEY and LONGHAUL_SECRET_KEYS; add that key back (LONGHAUL_SECRET_KEYS accepts old keys for reading).`
-          : `A stored secret is encrypted with key ${id}, but no encryption key is set; set LONGHAUL_SECRET_KEY to that key.`,
-      );
-    }
-    const iv = Buffer.from(ivText ?? "", "base64url");
-    const body = Buffer.from(bodyText ?? "", "base64url");
+  /**
+   * The plain text of the value stored at `at`; a value that is not sealed is returned as it
+   * is. CONFIG_INVALID when no listed key opens it, or when it does not open at this place.
+   */
+  open(stored: string, at: string): string {
+    const sealed = parse(stored);
+    if (!sealed) return stored;
+    const key = this.#keyOf(sealed, at);
     try {
+      const iv = Buffer.from(sealed.iv, "base64url");
+      const body = Buffer.from(sealed.body, "base64url");
       if (iv.length !== IV_BYTES || body.length < TAG_BYTES) throw new Error("truncated");
       const decipher = createDecipheriv("aes-256-gcm", key.bytes, iv);
+      if (sealed.bound) decipher.setAAD(Buffer.from(at, "utf8"));
       decipher.setAuthTag(body.subarray(body.length - TAG_BYTES));
       return Buffer.concat([
         decipher.update(body.subarray(0, body.length - TAG_BYTES)),
@@ -88,28 +92,77 @@ export class SecretBox {
     } catch (err) {
       throw new LonghaulError(
         "CONFIG_INVALID",
-        `A stored secret encrypted with key ${id} does not decrypt: it was altered or cut short. Restore it from a backup.`,
+        sealed.bound
+          ? `The secret stored at ${at} (encrypted with key ${sealed.id}) does not open there: it was sealed for another row or column and copied there, or it was altered or cut short. Restore it from a backup, or replace it (an endpoint's secret with rotate-secret).`
+          : `The secret stored at ${at} (encrypted with key ${sealed.id}) does not decrypt: it was altered or cut short. Restore it from a backup, or replace it (an endpoint's secret with rotate-secret).`,
         { cause: err },
       );
     }
   }
 
   /**
-   * The value to store in place of `stored`: sealed under the first key. Unchanged when it
-   * already is, or when no key is set and it is plain text.
+   * What a start stores in place of the value at `at`, without moving it to another key: a
+   * plain value sealed under the writing key, an `enc:v1:` one rewritten with its place under
+   * the key it is under, anything else unchanged. CONFIG_INVALID when a value is sealed under
+   * a key not listed; a value that does not decrypt is left as it is (its use reports it).
    */
-  reseal(stored: string): string {
-    const active = this.activeKeyId;
-    if (active === null) {
-      this.open(stored); // refuses a sealed value this box cannot read
+  upgrade(stored: string, at: string): string {
+    const sealed = parse(stored);
+    if (!sealed) return this.seal(stored, at);
+    const key = this.#keyOf(sealed, at);
+    if (sealed.bound) return stored;
+    let plain: string;
+    try {
+      plain = this.open(stored, at);
+    } catch {
       return stored;
     }
-    if (stored.startsWith(`${SEALED_PREFIX}${active}:`)) return stored;
-    return this.seal(this.open(stored));
+    return sealWith(key, plain, at);
+  }
+
+  /**
+   * The value at `at` sealed under the writing key, bound to its place: what
+   * `longhaul secrets reseal` stores once every node writes with that key. Unchanged when it
+   * already is, or when no key is set and it is plain text. CONFIG_INVALID for a value no
+   * listed key opens at this place.
+   */
+  reseal(stored: string, at: string): string {
+    const plain = this.open(stored, at);
+    const active = this.#keys[0];
+    if (!active) return stored;
+    const sealed = parse(stored);
+    if (sealed?.bound && sealed.id === active.id) return stored;
+    return sealWith(active, plain, at);
+  }
+
+  #keyOf(sealed: Sealed, at: string): BoxKey {
+    const key = this.#keys.find((k) => k.id === sealed.id);
+    if (key) return key;
+    throw new LonghaulError(
+      "CONFIG_INVALID",
+      this.enabled
+        ? `The secret stored at ${at} is encrypted with key ${sealed.id}, which is not among LONGHAUL_SECRET_KEY and LONGHAUL_SECRET_KEYS; add that key to LONGHAUL_SECRET_KEYS (it accepts keys for reading only).`
+        : `The secret stored at ${at} is encrypted with key ${sealed.id}, but no encryption key is set; set LONGHAUL_SECRET_KEY to that key.`,
+    );
   }
 }
 
-export const isSealed = (stored: string) => stored.startsWith(SEALED_PREFIX);
+function sealWith(key: BoxKey, plain: string, at: string): string {
+  const iv = randomBytes(IV_BYTES);
+  const cipher = createCipheriv("aes-256-gcm", key.bytes, iv);
+  cipher.setAAD(Buffer.from(at, "utf8"));
+  const body = Buffer.concat([cipher.update(plain, "utf8"), cipher.final(), cipher.getAuthTag()]);
+  return `${SEALED_PREFIX}${key.id}:${iv.toString("base64url")}:${body.toString("base64url")}`;
+}
+
+function parse(stored: string): Sealed | null {
+  const bound = stored.startsWith(SEALED_PREFIX);
+  if (!bound && !stored.startsWith(UNBOUND_PREFIX)) return null;
+  const [id = "", iv = "", body = ""] = stored.slice(SEALED_PREFIX.length).split(":");
+  return { bound, id, iv, body };
+}
+
+export const isSealed = (stored: string) => parse(stored) !== null;
 
 /** A short public id of a key: the first 8 hex digits of its SHA-256, never the key itself. */
 const keyId = (bytes: Buffer) =>

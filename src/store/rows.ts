@@ -1,3 +1,4 @@
+import { liveSecrets, type PreviousSecret, previousSecretsEnd } from "../core/endpoint-secrets.ts";
 import type { ErrorInfo } from "../core/errors.ts";
 import type { EventFilter } from "../core/event-filter.ts";
 import type { JobStatus } from "../core/job.ts";
@@ -299,11 +300,22 @@ export interface EndpointDbRow {
   secret: string;
   status: WebhookEndpointRow["status"];
   disabled_reason: string | null;
-  previous_secret: string | null;
-  previous_secret_expires_at: number | null;
+  /** JSON: `[{ "secret": …, "expires_at": ms }]`, the secrets rotations replaced, oldest first. */
+  previous_secrets: string;
   created_at: number;
   updated_at: number;
 }
+
+/** The stored `previous_secrets` column. */
+export const previousSecretsOf = (r: Pick<EndpointDbRow, "previous_secrets">): PreviousSecret[] =>
+  (parseJson<{ secret: string; expires_at: number }[] | null>(r.previous_secrets) ?? []).map((p) => ({
+    secret: p.secret,
+    expiresAt: Number(p.expires_at),
+  }));
+
+/** `previous_secrets` as stored. */
+export const previousSecretsJson = (list: readonly PreviousSecret[]): string =>
+  JSON.stringify(list.map((p) => ({ secret: p.secret, expires_at: p.expiresAt })));
 
 export const toEndpoint = (r: EndpointDbRow): WebhookEndpointRow => ({
   id: r.id,
@@ -312,19 +324,19 @@ export const toEndpoint = (r: EndpointDbRow): WebhookEndpointRow => ({
   events: parseJson<string[] | null>(r.events),
   status: r.status,
   disabledReason: r.disabled_reason,
-  previousSecretExpiresAt: r.previous_secret === null ? null : r.previous_secret_expires_at,
+  previousSecretExpiresAt: previousSecretsEnd(previousSecretsOf(r)),
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
 
-/** An endpoint with its secrets as stored; the previous one only while it still signs at `now`. */
+/** An endpoint with its secrets as stored; of the previous ones, those that still sign at `now`. */
 export const toEndpointWithSecrets = (r: EndpointDbRow, now: number) => {
-  const live = r.previous_secret !== null && (r.previous_secret_expires_at ?? 0) > now;
+  const live = liveSecrets(previousSecretsOf(r), now);
   return {
     ...toEndpoint(r),
-    previousSecretExpiresAt: live ? r.previous_secret_expires_at : null,
+    previousSecretExpiresAt: previousSecretsEnd(live),
     secret: r.secret,
-    previousSecret: live ? r.previous_secret : null,
+    previousSecrets: live.map((p) => p.secret),
   };
 };
 

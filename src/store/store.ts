@@ -261,10 +261,11 @@ export interface OutboundStore {
     deliveryId: string,
   ): Promise<WebhookDeliveryRow>;
   /**
-   * Replaces an endpoint's signing secret with `secret` (as stored: sealed when a key is set).
-   * The replaced one keeps signing, next to the new one, for `previousOverlapMs` from the
-   * rotation (which is also the endpoint's `updatedAt`); null drops it at once. Null if the
-   * tenant has no such endpoint.
+   * Replaces an endpoint's signing secret with `secret` (as stored: sealed when a key is set,
+   * for the endpoint's `secret` place). The replaced one keeps signing, next to the new one
+   * and to earlier ones still unexpired, for `previousOverlapMs` from the rotation (which is
+   * also the endpoint's `updatedAt`); null stops every earlier secret at once. Null if the
+   * tenant has no such endpoint. LIMIT_REACHED when `MAX_PREVIOUS_SECRETS` still sign.
    */
   rotateWebhookEndpointSecret(
     tenantId: string,
@@ -291,10 +292,12 @@ export interface MetaStore {
   putMetaIfAbsent(key: string, value: string): Promise<string>;
   /**
    * Rewrites every stored secret (endpoint secrets, and the meta values under `metaKeys`) as
-   * `reseal` maps it, each only if unchanged since it was read; returns how many changed.
-   * Run at start so values follow the current encryption key (see src/secrets/).
+   * `reseal` maps it, given its place (`table:id:column`, src/core/sealed-at.ts), each only
+   * if unchanged since it was read; previous endpoint secrets that expired are dropped.
+   * Returns how many values changed. Run at start and by `longhaul secrets reseal` (see
+   * src/secrets/).
    */
-  resealSecrets(reseal: (stored: string) => string, metaKeys: readonly string[]): Promise<number>;
+  resealSecrets(reseal: (stored: string, at: string) => string, metaKeys: readonly string[]): Promise<number>;
   /** Applies pending migrations; refuses a schema newer than this code (SCHEMA_TOO_NEW). */
   migrate(): Promise<{ from: number; to: number }>;
   close(): Promise<void>;
@@ -438,7 +441,11 @@ export interface NewWebhookEndpoint {
   url: string;
   /** Event types and prefixes (`task.*`); null: every event. */
   events: string[] | null;
-  secret: string;
+  /**
+   * The signing secret as stored, or a function that makes it from the endpoint's id (which
+   * the store chooses): a sealed secret is bound to its row.
+   */
+  secret: string | ((endpointId: string) => string);
   /**
    * The most endpoints the tenant may have (`limits.webhook_endpoints_per_tenant`): at that
    * count the create fails with LIMIT_REACHED. Checked in the insert's transaction, so
@@ -454,7 +461,7 @@ export interface WebhookEndpointRow {
   events: string[] | null;
   status: "enabled" | "disabled";
   disabledReason: string | null;
-  /** Until when the secret replaced by the last rotation still signs deliveries; null: it does not. */
+  /** Until when a secret replaced by a rotation still signs deliveries (the last of them); null: none does. */
   previousSecretExpiresAt: number | null;
   createdAt: number;
   updatedAt: number;
@@ -482,7 +489,7 @@ export interface WebhookDeliveryRow {
 
 export interface DeliveryAttemptInput {
   delivery: WebhookDeliveryRow;
-  /** The secrets as stored (sealed when a key is set); `previousSecret` only while it still signs. */
-  endpoint: WebhookEndpointRow & { secret: string; previousSecret: string | null };
+  /** The secrets as stored (sealed when a key is set); `previousSecrets`: those that still sign. */
+  endpoint: WebhookEndpointRow & { secret: string; previousSecrets: string[] };
   event: TaskEventRow;
 }

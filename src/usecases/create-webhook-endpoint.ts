@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { LonghaulError } from "../core/errors.ts";
+import { endpointSecretAt } from "../core/sealed-at.ts";
 import type { OutboundSettings } from "../outbound/settings.ts";
 import { vetTarget } from "../outbound/ssrf.ts";
 import type { OutboundStore, WebhookEndpointRow } from "../store/store.ts";
@@ -46,7 +47,7 @@ export async function createWebhookEndpoint(
     tenantId: c.tenantId,
     url,
     events,
-    secret: d.settings.secrets.seal(secret),
+    secret: (id) => d.settings.secrets.seal(secret, endpointSecretAt(id)),
     maxPerTenant: d.maxPerTenant,
   });
   return { endpoint, secret };

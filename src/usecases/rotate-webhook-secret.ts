@@ -1,4 +1,5 @@
 import { LonghaulError } from "../core/errors.ts";
+import { endpointSecretAt } from "../core/sealed-at.ts";
 import type { OutboundSettings } from "../outbound/settings.ts";
 import type { OutboundStore, WebhookEndpointRow } from "../store/store.ts";
 import { newWebhookSecret } from "./create-webhook-endpoint.ts";
@@ -12,7 +13,9 @@ export const endpointNotFound = (id: string) =>
 
 /**
  * Gives an endpoint a new signing secret, returned once. The old one keeps signing next to it
- * for `overlapS` seconds (0: it stops at once), so receivers can switch without rejecting a delivery.
+ * for `overlapS` seconds, as do earlier ones until their own expiry, so receivers can switch
+ * without rejecting a delivery; 0 stops every earlier secret at once. LIMIT_REACHED when
+ * `MAX_PREVIOUS_SECRETS` still sign.
  */
 export async function rotateWebhookSecret(
   d: { outbound: OutboundStore; settings: OutboundSettings },
@@ -23,7 +26,7 @@ export async function rotateWebhookSecret(
   const endpoint = await d.outbound.rotateWebhookEndpointSecret(
     r.tenantId,
     r.endpointId,
-    d.settings.secrets.seal(secret),
+    d.settings.secrets.seal(secret, endpointSecretAt(r.endpointId)),
     overlap === 0 ? null : overlap * 1000,
   );
   if (!endpoint) throw endpointNotFound(r.endpointId);

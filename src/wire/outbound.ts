@@ -25,7 +25,7 @@ export const EndpointBody = Type.Object({
   ),
 });
 
-/** A rotation's overlap: 0 ends the old secret at once; at most 30 days. */
+/** A rotation's overlap: 0 ends every earlier secret at once; at most 30 days. */
 export const MAX_OVERLAP_S = 30 * 24 * 3600;
 
 export const RotateSecretBody = Type.Object({
@@ -33,7 +33,8 @@ export const RotateSecretBody = Type.Object({
     Type.Integer({
       minimum: 0,
       maximum: MAX_OVERLAP_S,
-      description: "How long the old secret also signs, in seconds; default 86400",
+      description:
+        "How long the old secret also signs, in seconds; default 86400. Earlier secrets still signing keep their own expiry; 0 stops them all at once",
     }),
   ),
 });
@@ -44,7 +45,7 @@ export const WebhookEndpoint = Type.Object({
   events: Nullable(Type.Array(Type.String())),
   status: Type.Enum(["enabled", "disabled"]),
   disabled_reason: Nullable(Type.String()),
-  /** Until when the secret replaced by the last rotation also signs deliveries; null: it does not. */
+  /** Until when a secret replaced by a rotation still signs deliveries (the last of them); null: none does. */
   previous_secret_expires_at: Nullable(Timestamp),
   created_at: Timestamp,
   updated_at: Timestamp,

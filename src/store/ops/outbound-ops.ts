@@ -1,10 +1,14 @@
 import { attemptState, checkEndpointCount, checkReplayable } from "../../core/delivery.ts";
+import { liveSecrets, rotatedSecrets } from "../../core/endpoint-secrets.ts";
 import { LonghaulError } from "../../core/errors.ts";
+import { endpointSecretAt, metaValueAt } from "../../core/sealed-at.ts";
 import { deliverItem } from "../../core/work-item.ts";
 import { json } from "../json.ts";
 import {
   type DeliveryDbRow,
   type EndpointDbRow,
+  previousSecretsJson,
+  previousSecretsOf,
   type TaskEventDbRow,
   toDelivery,
   toEndpoint,
@@ -47,10 +51,12 @@ export async function createEndpoint(tx: Tx, e: NewWebhookEndpoint): Promise<Web
     checkEndpointCount(Number(row!.n), e.maxPerTenant);
   }
   const now = tx.clock.now();
+  const id = tx.ids.next("we");
+  const secret = typeof e.secret === "function" ? e.secret(id) : e.secret;
   const row = (await tx.get<EndpointDbRow>(
     `INSERT INTO webhook_endpoints (id, tenant_id, url, events, secret, status, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, 'enabled', ?, ?) RETURNING *`,
-    [tx.ids.next("we"), e.tenantId, e.url, e.events === null ? null : json(e.events), e.secret, now, now],
+    [id, e.tenantId, e.url, e.events === null ? null : json(e.events), secret, now, now],
   ))!;
   return toEndpoint(row);
 }
@@ -150,8 +156,11 @@ export async function replayDelivery(
 }
 
 /**
- * Moves the current secret to `previous_secret` (for `previousOverlapMs` from now) and stores
- * the new one, in one UPDATE (its row lock). No events, nothing enqueued.
+ * Stores `secret` as the endpoint's current secret and adds the one it replaces to the
+ * previous ones, signing for `previousOverlapMs` more (null: none of them signs any more;
+ * expired ones are dropped). Locks the endpoint row (FOR UPDATE): two rotations at once each
+ * keep what the other added. The replaced secret moves unopened: it keeps its place
+ * (src/core/sealed-at.ts). No events, nothing enqueued. LIMIT_REACHED.
  */
 export async function rotateSecret(
   tx: Tx,
@@ -160,54 +169,57 @@ export async function rotateSecret(
   secret: string,
   previousOverlapMs: number | null,
 ): Promise<WebhookEndpointRow | null> {
+  const current = await endpointOf(tx, tenantId, endpointId, true);
+  if (!current) return null;
   // One clock reading for both, so the window is exactly the overlap asked for.
   const now = tx.clock.now();
-  const previousExpiresAt = previousOverlapMs === null ? null : now + previousOverlapMs;
-  const row = await tx.get<EndpointDbRow>(
-    `UPDATE webhook_endpoints
-        SET previous_secret = CASE WHEN CAST(? AS bigint) IS NULL THEN NULL ELSE secret END,
-            previous_secret_expires_at = CAST(? AS bigint), secret = ?, updated_at = ?
-      WHERE id = ? AND tenant_id = ? RETURNING *`,
-    [previousExpiresAt, previousExpiresAt, secret, now, endpointId, tenantId],
+  const previous = rotatedSecrets(
+    endpointId,
+    previousSecretsOf(current),
+    current.secret,
+    now,
+    previousOverlapMs,
   );
-  return row ? toEndpoint(row) : null;
+  const row = (await tx.get<EndpointDbRow>(
+    "UPDATE webhook_endpoints SET secret = ?, previous_secrets = ?, updated_at = ? WHERE id = ? RETURNING *",
+    [secret, previousSecretsJson(previous), now, endpointId],
+  ))!;
+  return toEndpoint(row);
 }
 
 /**
- * Rewrites stored secrets as `reseal` maps them. Each update names the value it read, so
- * a secret rotated meanwhile (by another node) is left alone rather than overwritten.
- * Row locks of its UPDATEs only; no events, nothing enqueued.
+ * Rewrites stored secrets as `reseal` maps them, given each one's place, and drops expired
+ * previous endpoint secrets. Each update names the value it read, so a secret rotated
+ * meanwhile (by another node) is left alone rather than overwritten. Row locks of its
+ * UPDATEs only; no events, nothing enqueued.
  */
 export async function resealSecrets(
   tx: Tx,
-  reseal: (stored: string) => string,
+  reseal: (stored: string, at: string) => string,
   metaKeys: readonly string[],
 ): Promise<number> {
   let changed = 0;
-  const rows = await tx.all<{ id: string; secret: string; previous_secret: string | null }>(
-    "SELECT id, secret, previous_secret FROM webhook_endpoints ORDER BY id",
+  const now = tx.clock.now();
+  const rows = await tx.all<{ id: string; secret: string; previous_secrets: string }>(
+    "SELECT id, secret, previous_secrets FROM webhook_endpoints ORDER BY id",
   );
   for (const r of rows) {
-    const secret = reseal(r.secret);
-    if (secret !== r.secret) {
-      changed += await tx.run("UPDATE webhook_endpoints SET secret = ? WHERE id = ? AND secret = ?", [
-        secret,
-        r.id,
-        r.secret,
-      ]);
-    }
-    const previous = r.previous_secret === null ? null : reseal(r.previous_secret);
-    if (previous !== r.previous_secret) {
+    const at = endpointSecretAt(r.id);
+    const secret = reseal(r.secret, at);
+    const kept = liveSecrets(previousSecretsOf(r), now);
+    const previous = previousSecretsJson(kept.map((p) => ({ ...p, secret: reseal(p.secret, at) })));
+    if (secret !== r.secret || previous !== r.previous_secrets) {
       changed += await tx.run(
-        "UPDATE webhook_endpoints SET previous_secret = ? WHERE id = ? AND previous_secret = ?",
-        [previous, r.id, r.previous_secret],
+        `UPDATE webhook_endpoints SET secret = ?, previous_secrets = ?
+          WHERE id = ? AND secret = ? AND previous_secrets = ?`,
+        [secret, previous, r.id, r.secret, r.previous_secrets],
       );
     }
   }
   for (const key of metaKeys) {
     const value = (await tx.get<{ value: string }>("SELECT value FROM meta WHERE key = ?", [key]))?.value;
     if (value === undefined) continue;
-    const next = reseal(value);
+    const next = reseal(value, metaValueAt(key));
     if (next !== value) {
       changed += await tx.run("UPDATE meta SET value = ? WHERE key = ? AND value = ?", [next, key, value]);
     }

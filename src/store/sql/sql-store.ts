@@ -245,7 +245,7 @@ export abstract class SqlStore implements Store {
   putMetaIfAbsent(key: string, value: string) {
     return this.run.write((tx) => meta.putMetaIfAbsent(tx, key, value));
   }
-  resealSecrets(reseal: (stored: string) => string, metaKeys: readonly string[]) {
+  resealSecrets(reseal: (stored: string, at: string) => string, metaKeys: readonly string[]) {
     return this.run.write((tx) => outbound.resealSecrets(tx, reseal, metaKeys));
   }
 
