@@ -31,7 +31,13 @@ import {
 } from "../src/core/step.ts";
 import { canMoveTask, isTerminalTask, taskMoves, taskStatuses } from "../src/core/task.ts";
 import { type ApprovalConfig, timeoutEnd } from "../src/core/wait.ts";
-import { canMoveWorkItem, type WorkItemStatus, workItemMoves } from "../src/core/work-item.ts";
+import {
+  canMoveWorkItem,
+  typedWorkItem,
+  type WorkItem,
+  type WorkItemStatus,
+  workItemMoves,
+} from "../src/core/work-item.ts";
 
 // The transition tables of the domain (ARCHITECTURE §3.3): each states which state may move
 // to which, the terminal states are those with no moves, and the rules that decide a move
@@ -291,6 +297,52 @@ describe("work item", () => {
     assert.equal(canMoveWorkItem("pending", "dead"), false, "only a leased item is dead-lettered");
     assert.equal(canMoveWorkItem("dead", "pending"), false);
     assert.equal(canMoveWorkItem("dead", "leased"), false);
+  });
+
+  const stored = (kind: string, payload: Record<string, unknown>): WorkItem =>
+    ({
+      id: "wi_1",
+      kind,
+      tenantId: "tn_1",
+      payload,
+      runAt: 0,
+      attempts: 1,
+      maxAttempts: 3,
+      status: "leased",
+      leaseOwner: "w",
+      leaseExpiresAt: 1,
+      lastError: null,
+    }) as WorkItem;
+
+  test("a claimed item's payload is read for its kind, with the defaults of older rows", () => {
+    assert.deepEqual(typedWorkItem(stored("advance", { taskId: "t_1" })).payload, { taskId: "t_1" });
+    assert.deepEqual(typedWorkItem(stored("reminder", { taskId: "t_1", stepId: "s" })).payload, {
+      taskId: "t_1",
+      stepId: "s",
+      type: "reminder",
+    });
+    assert.deepEqual(
+      typedWorkItem(stored("reminder", { taskId: "t_1", stepId: "s", type: "escalation" })).payload,
+      { taskId: "t_1", stepId: "s", type: "escalation" },
+    );
+    assert.deepEqual(typedWorkItem(stored("poll", { jobId: "j_1" })).payload, { jobId: "j_1", attempt: 1 });
+    assert.deepEqual(typedWorkItem(stored("maintenance", {})).payload, {});
+  });
+
+  test("a payload without the field its kind needs, or an unknown kind, is refused naming it", () => {
+    for (const [kind, payload, field] of [
+      ["advance", {}, "taskId"],
+      ["dispatch", { jobId: 7 }, "jobId"],
+      ["timeout", { taskId: "t_1" }, "stepId"],
+      ["deliver", { deliveryId: "" }, "deliveryId"],
+    ] as const) {
+      assert.throws(
+        () => typedWorkItem(stored(kind, payload)),
+        (e: LonghaulError) => e.code === "VALIDATION_FAILED" && e.message.includes(`"${field}"`),
+        kind,
+      );
+    }
+    assert.throws(() => typedWorkItem(stored("frob", {})), /unknown kind "frob"/);
   });
 });
 

@@ -1,14 +1,20 @@
-/** The kinds of work the queue holds; each has one handler in the worker. */
-export type WorkKind =
-  | "advance"
-  | "dispatch"
-  | "apply_event"
-  | "timeout"
-  | "reminder"
-  | "cancel_job"
-  | "poll"
-  | "maintenance"
-  | "deliver";
+import { LonghaulError } from "./errors.ts";
+
+/** What each kind of work carries: the one place a work item's payload is spelled. */
+export interface WorkPayloads {
+  advance: { taskId: string };
+  dispatch: { jobId: string };
+  apply_event: { inboxId: string };
+  timeout: { taskId: string; stepId: string };
+  reminder: { taskId: string; stepId: string; type: ReminderType };
+  cancel_job: { jobId: string };
+  poll: { jobId: string; attempt: number };
+  maintenance: Record<string, never>;
+  deliver: { deliveryId: string };
+}
+
+/** The kinds of work the queue holds; each has one use case the worker calls. */
+export type WorkKind = keyof WorkPayloads;
 
 export type WorkItemStatus = "pending" | "leased" | "dead";
 
@@ -28,6 +34,10 @@ export function canMoveWorkItem(from: WorkItemStatus, to: WorkItemStatus): boole
   return workItemMoves[from].includes(to);
 }
 
+/**
+ * An item to queue. The queue holds any payload; the constructors below write what each
+ * kind carries (`WorkPayloads`), and `typedWorkItem` reads it back.
+ */
 export interface NewWorkItem {
   kind: WorkKind;
   tenantId: string | null;
@@ -41,6 +51,7 @@ export interface NewWorkItem {
   concurrencyKey?: string | null;
 }
 
+/** A work item as the queue holds it: its payload is what was stored, read by `typedWorkItem`. */
 export interface WorkItem {
   id: string;
   kind: WorkKind;
@@ -53,6 +64,62 @@ export interface WorkItem {
   leaseOwner: string | null;
   leaseExpiresAt: number | null;
   lastError: string | null;
+}
+
+/** A claimed item whose payload has been read for its kind. */
+export type WorkItemOf<K extends WorkKind> = Omit<WorkItem, "kind" | "payload"> & {
+  kind: K;
+  payload: WorkPayloads[K];
+};
+export type TypedWorkItem = { [K in WorkKind]: WorkItemOf<K> }[WorkKind];
+
+type Field = "string" | "number";
+/** The fields each kind's payload must hold; `reminder.type` and `poll.attempt` have defaults. */
+const payloadFields: { [K in WorkKind]: Record<string, Field> } = {
+  advance: { taskId: "string" },
+  dispatch: { jobId: "string" },
+  apply_event: { inboxId: "string" },
+  timeout: { taskId: "string", stepId: "string" },
+  reminder: { taskId: "string", stepId: "string" },
+  cancel_job: { jobId: "string" },
+  poll: { jobId: "string" },
+  maintenance: {},
+  deliver: { deliveryId: "string" },
+};
+
+/**
+ * Reads a claimed item's payload for its kind. A payload that lacks a field its kind needs
+ * (a row written by hand, or by a version that spelled it otherwise) is VALIDATION_FAILED,
+ * so the item fails, retries and is dead-lettered, instead of running on a made-up id.
+ */
+export function typedWorkItem(item: WorkItem): TypedWorkItem {
+  const fields = payloadFields[item.kind];
+  if (!fields)
+    throw new LonghaulError("VALIDATION_FAILED", `Work item ${item.id} has an unknown kind "${item.kind}".`);
+  const p = item.payload ?? {};
+  for (const [name, type] of Object.entries(fields)) {
+    if (typeof p[name] !== type || p[name] === "") {
+      throw new LonghaulError(
+        "VALIDATION_FAILED",
+        `Work item ${item.id} (${item.kind}) has no ${type} "${name}" in its payload; it cannot run.`,
+      );
+    }
+  }
+  if (item.kind === "reminder") {
+    return {
+      ...item,
+      kind: "reminder",
+      payload: {
+        ...(p as WorkPayloads["reminder"]),
+        type: p.type === "escalation" ? "escalation" : "reminder",
+      },
+    };
+  }
+  if (item.kind === "poll") {
+    const attempt = typeof p.attempt === "number" && p.attempt >= 1 ? p.attempt : 1;
+    return { ...item, kind: "poll", payload: { jobId: p.jobId as string, attempt } };
+  }
+  return item as TypedWorkItem;
 }
 
 /*
@@ -132,24 +199,48 @@ export const deliverItem = (tenantId: string, deliveryId: string, runAt: number)
 
 /** The reminder timers an approval may have. */
 const reminderTypes = ["reminder", "escalation"] as const;
+export type ReminderType = (typeof reminderTypes)[number];
 
 const timerKey = (kind: "timeout" | "reminder", taskId: string, stepId: string, type?: string) =>
   `${kind}:${taskId}:${stepId}${type ? `:${type}` : ""}`;
 
 /** A wait's deadline (`timeout`) or one of an approval's reminders. */
-export const timer = (
+export function timer(
+  kind: "timeout",
+  tenantId: string,
+  taskId: string,
+  stepId: string,
+  runAt: number,
+): NewWorkItem;
+export function timer(
+  kind: "reminder",
+  tenantId: string,
+  taskId: string,
+  stepId: string,
+  runAt: number,
+  type: ReminderType,
+): NewWorkItem;
+export function timer(
   kind: "timeout" | "reminder",
   tenantId: string,
   taskId: string,
   stepId: string,
   runAt: number,
-  type?: (typeof reminderTypes)[number],
-): NewWorkItem => ({
-  kind,
-  tenantId,
-  payload: { taskId, stepId, ...(type ? { type } : {}) },
+  type?: ReminderType,
+): NewWorkItem {
+  const dedupeKey = timerKey(kind, taskId, stepId, type);
+  return kind === "timeout"
+    ? { kind, tenantId, payload: { taskId, stepId }, runAt, dedupeKey }
+    : { kind, tenantId, payload: { taskId, stepId, type: type ?? "reminder" }, runAt, dedupeKey };
+}
+
+/** The one recurring item: the maintenance pass, at `runAt`. */
+export const maintenanceItem = (runAt: number): NewWorkItem => ({
+  kind: "maintenance",
+  tenantId: null,
+  payload: {},
   runAt,
-  dedupeKey: timerKey(kind, taskId, stepId, type),
+  dedupeKey: "maintenance",
 });
 
 /**

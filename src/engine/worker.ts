@@ -2,18 +2,11 @@ import { hostname } from "node:os";
 import { setTimeout as delay } from "node:timers/promises";
 import { backoffMs } from "../core/backoff.ts";
 import { LonghaulError, STORAGE_FULL_RETRY_AFTER_S } from "../core/errors.ts";
-import type { Lease, WorkItem, WorkKind } from "../store/store.ts";
-import { advance } from "./advance.ts";
-import { applyEvent } from "./apply-event.ts";
-import { cancelJob } from "./cancel-job.ts";
-import { deliver } from "./deliver.ts";
+import { maintenanceItem, type TypedWorkItem, typedWorkItem } from "../core/work-item.ts";
+import type { Lease, WorkItem } from "../store/store.ts";
 import type { EngineDeps } from "./deps.ts";
-import { dispatch } from "./dispatch.ts";
-import { maintenance, maintenanceItem } from "./maintenance.ts";
-import { poll } from "./poll.ts";
-import { reminder } from "./reminder.ts";
+import { handlers } from "./handlers.ts";
 import { Slots } from "./slots.ts";
-import { timeout } from "./timeout.ts";
 
 /**
  * While the HTTP server of its process is pressed, a worker claims at most YIELD_CLAIM items
@@ -23,20 +16,6 @@ import { timeout } from "./timeout.ts";
  */
 export const YIELD_CLAIM = 4;
 export const YIELD_PAUSE_MS = 5;
-
-type Handler = (d: EngineDeps, item: WorkItem, lease: Lease) => Promise<void>;
-
-const handlers: Record<WorkKind, Handler> = {
-  advance,
-  dispatch,
-  apply_event: applyEvent,
-  timeout,
-  reminder,
-  cancel_job: cancelJob,
-  poll,
-  maintenance,
-  deliver,
-};
 
 export interface WorkerOptions {
   /** Work items handled at once. */
@@ -246,7 +225,12 @@ export class Worker {
     const stop = this.d.metrics?.workSeconds.startTimer({ kind: item.kind });
     let outcome = "done";
     try {
-      await handlers[item.kind](this.d, item, lease);
+      const typed = typedWorkItem(item);
+      await (handlers[typed.kind] as (d: EngineDeps, item: TypedWorkItem, lease: Lease) => Promise<void>)(
+        this.d,
+        typed,
+        lease,
+      );
     } catch (err) {
       if (err instanceof LonghaulError && err.code === "LEASE_LOST") {
         outcome = "lease_lost";

@@ -1,0 +1,143 @@
+import type { WorkItemOf, WorkKind } from "../core/work-item.ts";
+import type { Lease } from "../store/store.ts";
+import { advanceTask } from "../usecases/advance-task.ts";
+import { applyJobEvent } from "../usecases/apply-job-event.ts";
+import { cancelProviderJob } from "../usecases/cancel-provider-job.ts";
+import { deliverWebhook } from "../usecases/deliver-webhook.ts";
+import { dispatchJob } from "../usecases/dispatch-job.ts";
+import { fireReminder, fireTimeout } from "../usecases/fire-timer.ts";
+import { pollJob } from "../usecases/poll-job.ts";
+import { runMaintenance } from "../usecases/run-maintenance.ts";
+import type { EngineDeps } from "./deps.ts";
+
+type Handlers = { [K in WorkKind]: (d: EngineDeps, item: WorkItemOf<K>, lease: Lease) => Promise<void> };
+
+/**
+ * One handler per kind of work: each calls its use case with the engine's store roles and the
+ * item's payload, and logs what the use case says happened (a use case logs nothing itself).
+ */
+export const handlers: Handlers = {
+  async advance(d, item, lease) {
+    const r = await advanceTask(
+      {
+        tasks: d.store,
+        waits: d.store,
+        queue: d.store,
+        clock: d.clock,
+        taskTypes: d.taskTypes,
+        urls: d.urls,
+        pollAfterMs: d.pollAfterMs,
+        defaultWaitMs: d.defaultWaitMs,
+        defaultTimeoutMs: d.defaultTimeoutMs,
+        random: d.random,
+        onLog: (line, who) => d.log[line.level]({ ...who, fields: line.fields ?? undefined }, line.message),
+      },
+      { ...item.payload, lease, attempts: item.attempts },
+    );
+    if (r.kind === "retry") {
+      d.log.warn({ ...r.who, error: r.error, delayMs: r.delayMs }, "task will retry");
+    }
+  },
+
+  async dispatch(d, item, lease) {
+    const { jobId } = item.payload;
+    const r = await dispatchJob(
+      {
+        jobs: d.store,
+        queue: d.store,
+        clock: d.clock,
+        providers: d.providers,
+        webhookUrlFor: d.webhookUrlFor,
+      },
+      { ...item.payload, lease, attempts: item.attempts, maxAttempts: item.maxAttempts },
+    );
+    if (r.kind === "retrying") {
+      d.log.warn({ jobId, attempt: r.attempt, err: r.message }, "dispatch failed; will retry");
+    }
+  },
+
+  async apply_event(d, item, lease) {
+    const { inboxId } = item.payload;
+    const r = await applyJobEvent(
+      { inbox: d.store, queue: d.store, providers: d.providers, confirmSources: d.confirmSources },
+      { inboxId, lease },
+    );
+    if (r.kind === "applied") {
+      d.log.debug({ inboxId, type: r.event.type, jobId: r.event.jobId, outcome: r.outcome }, "event applied");
+    } else if (r.kind === "confirmed") {
+      d.log.debug({ inboxId, type: r.event.type, jobId: r.event.jobId, answer: r.answer }, "event confirmed");
+    }
+  },
+
+  async timeout(d, item, lease) {
+    await fireTimeout({ waits: d.store }, { ...item.payload, lease });
+  },
+
+  async reminder(d, item, lease) {
+    await fireReminder({ waits: d.store }, { ...item.payload, lease });
+  },
+
+  async cancel_job(d, item, lease) {
+    await cancelProviderJob(
+      { jobs: d.store, queue: d.store, clock: d.clock, providers: d.providers },
+      { ...item.payload, lease, attempts: item.attempts },
+    );
+  },
+
+  async poll(d, item, lease) {
+    const { jobId } = item.payload;
+    const r = await pollJob(
+      {
+        jobs: d.store,
+        inbox: d.store,
+        queue: d.store,
+        clock: d.clock,
+        providers: d.providers,
+        pollAfterMs: d.pollAfterMs,
+      },
+      { ...item.payload, lease, attempts: item.attempts },
+    );
+    if (r.kind === "refused") {
+      d.log.warn({ jobId, err: r.message }, "status poll refused; the job waits for its webhook or timeout");
+    } else if (r.kind === "polled" && r.moved) {
+      d.log.info({ jobId, state: r.state }, "reconciler found a state the webhooks did not bring");
+    }
+  },
+
+  async maintenance(d, _item, lease) {
+    const pruned = await runMaintenance(
+      {
+        inbox: d.store,
+        outbound: d.store,
+        waits: d.store,
+        queue: d.store,
+        clock: d.clock,
+        dedupeHorizonMs: d.dedupeHorizonMs,
+        signalRetentionMs: d.signalRetentionMs,
+      },
+      { lease },
+    );
+    if (pruned.inbox > 0) d.log.info({ pruned: pruned.inbox }, "pruned inbox events past the dedupe horizon");
+    if (pruned.deliveries > 0) {
+      d.log.info(
+        { deliveries: pruned.deliveries },
+        "pruned delivered webhook deliveries past their retention",
+      );
+    }
+    if (pruned.signals > 0) d.log.info({ signals: pruned.signals }, "pruned signals past their retention");
+  },
+
+  async deliver(d, item, lease) {
+    const { deliveryId } = item.payload;
+    const r = await deliverWebhook(
+      { outbound: d.store, queue: d.store, clock: d.clock, settings: d.outbound, random: d.random },
+      { deliveryId, lease },
+    );
+    if (r.kind === "attempted" && r.result.outcome !== "delivered") {
+      d.log.info(
+        { deliveryId, endpointId: r.endpointId, outcome: r.result.outcome, code: r.result.error.code },
+        "outbound webhook attempt failed",
+      );
+    }
+  },
+};

@@ -1,0 +1,156 @@
+import type { Clock } from "../core/clock.ts";
+import { type ErrorInfo, LonghaulError, toErrorInfo } from "../core/errors.ts";
+import { type RunResult, runTask } from "../core/replay.ts";
+import type { LogLine } from "../core/task-log.ts";
+import type { TaskType } from "../core/task-type.ts";
+import type { Lease, QueueStore, TaskStore, WaitStore } from "../store/store.ts";
+import type { CapabilityUrls } from "../tokens/capability-urls.ts";
+
+const DEFAULT_MAX_ATTEMPTS = 4;
+
+/** Who a task's log line is about, for the caller that writes it out. */
+export interface TaskLogSubject {
+  taskId: string;
+  tenantId: string;
+  type: string;
+  userId: string | null;
+  traceId: string | null;
+}
+
+export type AdvanceTaskResult =
+  /** The task is gone, or another advance ended or parked it first. */
+  | { kind: "skipped" | "parked" }
+  | { kind: "retry"; delayMs: number; error: ErrorInfo; who: TaskLogSubject }
+  | { kind: "failed"; error: ErrorInfo }
+  | { kind: Exclude<RunResult["kind"], "retry" | "failed"> };
+
+/**
+ * Advances one task: re-runs its function with replay of the stored steps and records what
+ * happened. The work item's concurrency key makes this the task's only advancer (ARCHITECTURE
+ * §3.4). A task whose type this node does not know fails with TASK_TYPE_UNKNOWN; one at its
+ * tenant's concurrency cap parks; a retry is put at its delay on the clock. Each new line of
+ * the task's `log` goes to `onLog` as it is written, and is stored with the outcome.
+ */
+export async function advanceTask(
+  d: {
+    tasks: TaskStore;
+    waits: WaitStore;
+    queue: QueueStore;
+    clock: Clock;
+    taskTypes: { find(name: string): TaskType | undefined };
+    urls: Pick<CapabilityUrls, "callback">;
+    /** The poll-after of a job whose step sets none. */
+    pollAfterMs: number;
+    defaultWaitMs: number;
+    defaultTimeoutMs: number;
+    random?: (() => number) | undefined;
+    onLog?: (line: LogLine, who: TaskLogSubject) => void;
+  },
+  a: { taskId: string; lease: Lease; attempts: number },
+): Promise<AdvanceTaskResult> {
+  const { taskId, lease } = a;
+  const loaded = await d.tasks.loadForAdvance(taskId);
+  if (!loaded) {
+    await d.queue.complete(lease);
+    return { kind: "skipped" };
+  }
+  const { task, history } = loaded;
+  const type = d.taskTypes.find(task.type);
+  if (!type) {
+    const error = toErrorInfo(
+      new LonghaulError(
+        "TASK_TYPE_UNKNOWN",
+        `No task type "${task.type}" is registered on this node; register it on every worker node.`,
+      ),
+    );
+    await d.tasks.finishAdvance(lease, taskId, { kind: "failed", error });
+    return { kind: "failed", error };
+  }
+  const begun = await d.tasks.beginAdvance(lease, taskId);
+  if (begun !== "started") return { kind: begun === "parked" ? "parked" : "skipped" };
+  const who: TaskLogSubject = {
+    taskId,
+    tenantId: task.tenantId,
+    type: task.type,
+    userId: task.userId,
+    traceId: task.traceId,
+  };
+  const logs: LogLine[] = [];
+  const canceled = watchForCancel(d.tasks, taskId);
+  let result: RunResult;
+  try {
+    result = await runTask({
+      fn: type.run,
+      input: task.input,
+      ctx: { taskId, tenantId: task.tenantId, type: task.type, userId: task.userId, traceId: task.traceId },
+      signal: canceled.signal,
+      history,
+      ports: {
+        storeRunOutcome: (o) => d.tasks.storeRunOutcome(lease, taskId, o),
+        registerWait: (w) =>
+          d.waits.registerWait(
+            lease,
+            taskId,
+            w.kind === "job" ? { ...w, pollAfterMs: w.pollAfterMs ?? d.pollAfterMs } : w,
+          ),
+        callbackUrl: (s) => d.urls.callback(task.tenantId, taskId, s),
+        markHandedOff: (stepId) => d.waits.markHandedOff(lease, taskId, stepId),
+        log: (line) => {
+          logs.push(line);
+          d.onLog?.(line, who);
+        },
+      },
+      maxAttempts: type.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+      advanceAttempt: a.attempts,
+      strictOrder: type.strictOrder ?? true,
+      defaultWaitMs: d.defaultWaitMs,
+      defaultTimeoutMs: d.defaultTimeoutMs,
+      clock: d.clock,
+      ...(d.random ? { random: d.random } : {}),
+    });
+  } finally {
+    canceled.stop();
+  }
+  if (result.kind === "retry") {
+    await d.tasks.finishAdvance(lease, taskId, {
+      kind: "retry",
+      runAt: d.clock.now() + result.delayMs,
+      error: result.error,
+      logs,
+    });
+    return { ...result, who };
+  }
+  await d.tasks.finishAdvance(lease, taskId, { ...result, logs });
+  return result;
+}
+
+/** How often a running task function checks whether its task was canceled. */
+const CANCEL_CHECK_MS = 1000;
+
+/**
+ * The `signal` of a run: aborted when the task is found canceled. While the function runs,
+ * the task's status alone is read from the store every second (a cancel may come through any
+ * node, so a read of the store is what sees it everywhere); most runs end before the first read.
+ */
+function watchForCancel(tasks: TaskStore, taskId: string): { signal: AbortSignal; stop: () => void } {
+  const ac = new AbortController();
+  let checking = false;
+  const timer = setInterval(() => {
+    if (checking) return;
+    checking = true;
+    tasks
+      .taskStatus(taskId)
+      .then((status) => {
+        if (status === "canceled") {
+          clearInterval(timer);
+          ac.abort(new LonghaulError("TASK_CANCELED", "The task was canceled."));
+        }
+      })
+      .catch(() => {})
+      .finally(() => {
+        checking = false;
+      });
+  }, CANCEL_CHECK_MS);
+  timer.unref();
+  return { signal: ac.signal, stop: () => clearInterval(timer) };
+}

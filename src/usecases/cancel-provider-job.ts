@@ -1,0 +1,35 @@
+import { backoffMs } from "../core/backoff.ts";
+import type { Clock } from "../core/clock.ts";
+import type { Provider } from "../providers/provider.ts";
+import type { Lease, QueueStore, TaskStore } from "../store/store.ts";
+
+/**
+ * Asks the provider to stop a job whose task was canceled or whose wait timed out. Best
+ * effort: a job never created, or a provider without `cancel`, completes the item; a failed
+ * call retries with backoff until the item's attempts run out.
+ */
+export async function cancelProviderJob(
+  d: {
+    jobs: TaskStore;
+    queue: QueueStore;
+    clock: Clock;
+    providers: { find(name: string): Provider | undefined };
+  },
+  a: { jobId: string; lease: Lease; attempts: number },
+): Promise<{ kind: "skipped" | "canceled" } | { kind: "retrying"; message: string }> {
+  const job = await d.jobs.getJob(a.jobId);
+  const provider = job ? d.providers.find(job.provider) : undefined;
+  if (!job?.externalId || !provider?.cancel) {
+    await d.queue.complete(a.lease);
+    return { kind: "skipped" };
+  }
+  try {
+    await provider.cancel(job.externalId);
+    await d.queue.complete(a.lease);
+    return { kind: "canceled" };
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    await d.queue.fail(a.lease, message, d.clock.now() + backoffMs(a.attempts));
+    return { kind: "retrying", message };
+  }
+}

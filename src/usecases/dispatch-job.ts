@@ -1,0 +1,80 @@
+import { backoffMs } from "../core/backoff.ts";
+import type { Clock } from "../core/clock.ts";
+import { LonghaulError, toErrorInfo } from "../core/errors.ts";
+import { isTerminalJob } from "../core/job.ts";
+import { type Provider, ProviderError } from "../providers/provider.ts";
+import type { Lease, QueueStore, TaskStore } from "../store/store.ts";
+
+export type DispatchJobResult =
+  | { kind: "skipped" }
+  | { kind: "parked" }
+  | { kind: "created"; externalId: string }
+  | { kind: "failed"; code: "PROVIDER_UNKNOWN" | "BUDGET_EXCEEDED" | "PROVIDER_ERROR" }
+  | { kind: "retrying"; attempt: number; message: string };
+
+/**
+ * Creates a job at its provider. The idempotency key `task:step` goes with every attempt,
+ * so a retry after a timeout or a crash between the provider's answer and our commit
+ * returns the same job instead of a second paid one (ARCHITECTURE §3.7). A job already
+ * created or ended completes the item; a tenant at its concurrency cap parks it; one over its
+ * token budget (policy reject) fails the job, as does a provider's final refusal or the last
+ * attempt. Other failures retry with backoff.
+ */
+export async function dispatchJob(
+  d: {
+    jobs: TaskStore;
+    queue: QueueStore;
+    clock: Clock;
+    providers: { find(name: string): Provider | undefined };
+    webhookUrlFor: (provider: string) => string;
+  },
+  a: { jobId: string; lease: Lease; attempts: number; maxAttempts: number },
+): Promise<DispatchJobResult> {
+  const { jobId, lease } = a;
+  const job = await d.jobs.getJob(jobId);
+  if (!job || job.externalId !== null || isTerminalJob(job.status)) {
+    await d.queue.complete(lease);
+    return { kind: "skipped" };
+  }
+  const failJob = async (
+    code: "PROVIDER_UNKNOWN" | "BUDGET_EXCEEDED" | "PROVIDER_ERROR",
+    message: string,
+  ) => {
+    await d.jobs.failJob(lease, jobId, toErrorInfo(new LonghaulError(code, message)));
+    return { kind: "failed" as const, code };
+  };
+  const provider = d.providers.find(job.provider);
+  if (!provider)
+    return failJob("PROVIDER_UNKNOWN", `No provider "${job.provider}" is configured on this node.`);
+  const admitted = await d.jobs.acquireJobSlot(lease, jobId);
+  if (admitted === "parked") return { kind: "parked" };
+  if (admitted === "rejected") {
+    return failJob(
+      "BUDGET_EXCEEDED",
+      "The tenant has spent its token budget for this period (policy reject); it resets at the start of the next period, or ask an admin to raise token_budget.",
+    );
+  }
+  try {
+    const created = await provider.create({
+      input: job.input,
+      idempotencyKey: job.idempotencyKey,
+      webhookUrl: d.webhookUrlFor(job.provider),
+      tenantId: job.tenantId,
+      taskId: job.taskId,
+      stepId: job.stepId,
+    });
+    await d.jobs.recordJobCreated(lease, jobId, created.jobId, created.status);
+    return { kind: "created", externalId: created.jobId };
+  } catch (err) {
+    const retriable = !(err instanceof ProviderError) || err.retriable;
+    const message = err instanceof Error ? err.message : String(err);
+    if (!retriable || a.attempts >= a.maxAttempts) {
+      return failJob(
+        "PROVIDER_ERROR",
+        `${job.provider} refused to create the job after ${a.attempts} attempt(s): ${message}`,
+      );
+    }
+    await d.queue.fail(lease, message, d.clock.now() + backoffMs(a.attempts, { baseMs: 500, maxMs: 60_000 }));
+    return { kind: "retrying", attempt: a.attempts, message };
+  }
+}

@@ -1,0 +1,66 @@
+import { backoffMs } from "../core/backoff.ts";
+import type { Clock } from "../core/clock.ts";
+import { isTerminalJob, nextJobStatus } from "../core/job.ts";
+import { briefEventFromSnapshot } from "../providers/brief-event.ts";
+import { type Provider, ProviderError } from "../providers/provider.ts";
+import type { InboxStore, Lease, QueueStore, TaskStore } from "../store/store.ts";
+import { POLL_SOURCE } from "./apply-job-event.ts";
+
+export type PollJobResult =
+  | { kind: "skipped" }
+  | { kind: "refused"; message: string }
+  | { kind: "retrying"; message: string }
+  | { kind: "polled"; state: string; moved: boolean };
+
+/**
+ * The reconciler, one job at a time: a job with no terminal event past its poll-after time
+ * is asked for its state. What it says enters the inbox as a synthesized event
+ * (`poll:<job>:<state>`), so the one apply path handles it and a webhook that arrives too
+ * stays a duplicate in effect. Polls back off until the job ends; a provider's final refusal
+ * ends them (the job waits for its webhook or its timeout).
+ */
+export async function pollJob(
+  d: {
+    jobs: TaskStore;
+    inbox: InboxStore;
+    queue: QueueStore;
+    clock: Clock;
+    providers: { find(name: string): Provider | undefined };
+    /** The first poll's delay, which later ones back off from. */
+    pollAfterMs: number;
+  },
+  a: { jobId: string; attempt: number; lease: Lease; attempts: number },
+): Promise<PollJobResult> {
+  const { jobId, lease } = a;
+  const job = await d.jobs.getJob(jobId);
+  const provider = job ? d.providers.find(job.provider) : undefined;
+  if (!job?.externalId || isTerminalJob(job.status) || !provider?.status) {
+    await d.queue.complete(lease);
+    return { kind: "skipped" };
+  }
+  let snapshot: Awaited<ReturnType<NonNullable<typeof provider.status>>>;
+  try {
+    snapshot = await provider.status(job.externalId);
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    if (err instanceof ProviderError && !err.retriable) {
+      await d.queue.complete(lease);
+      return { kind: "refused", message };
+    }
+    await d.queue.fail(lease, message, d.clock.now() + backoffMs(a.attempts, { baseMs: 2000 }));
+    return { kind: "retrying", message };
+  }
+  const ev = briefEventFromSnapshot({ ...snapshot, jobId: job.externalId });
+  const moved = ev !== null && nextJobStatus(job.status, ev.type as never) !== null;
+  const event = moved
+    ? { source: POLL_SOURCE, provider: job.provider, eventId: ev.id, body: Buffer.from(JSON.stringify(ev)) }
+    : null;
+  const next = isTerminalJob(snapshot.status)
+    ? null
+    : {
+        runAt: d.clock.now() + backoffMs(a.attempt + 1, { baseMs: d.pollAfterMs, maxMs: 60 * 60_000 }),
+        attempt: a.attempt + 1,
+      };
+  await d.inbox.recordPoll(lease, jobId, event, next);
+  return { kind: "polled", state: snapshot.status, moved };
+}

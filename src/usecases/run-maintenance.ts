@@ -1,0 +1,38 @@
+import type { Clock } from "../core/clock.ts";
+import { maintenanceItem } from "../core/work-item.ts";
+import type { InboxStore, Lease, OutboundStore, QueueStore, WaitStore } from "../store/store.ts";
+
+/** How often the maintenance pass runs. */
+export const MAINTENANCE_EVERY_MS = 60 * 60_000;
+/** Delivered webhook deliveries stay in the endpoint's delivery log this long. */
+export const DELIVERY_RETENTION_MS = 30 * 86_400_000;
+
+/**
+ * The one recurring item: prunes inbox rows past the dedupe horizon, delivered webhook
+ * deliveries and signals past their retention, then schedules itself again. Returns how many
+ * rows of each it pruned.
+ */
+export async function runMaintenance(
+  d: {
+    inbox: InboxStore;
+    outbound: OutboundStore;
+    waits: WaitStore;
+    queue: QueueStore;
+    clock: Clock;
+    /** Inbox rows older than this are pruned; it must cover every provider's retry horizon. */
+    dedupeHorizonMs: number;
+    /** Signals older than this are pruned; later waits no longer see them. */
+    signalRetentionMs: number;
+  },
+  a: { lease: Lease },
+): Promise<{ inbox: number; deliveries: number; signals: number }> {
+  const now = d.clock.now();
+  const pruned = {
+    inbox: await d.inbox.pruneInbox(now - d.dedupeHorizonMs),
+    deliveries: await d.outbound.pruneDeliveries(now - DELIVERY_RETENTION_MS),
+    signals: await d.waits.pruneSignals(now - d.signalRetentionMs),
+  };
+  await d.queue.enqueue([maintenanceItem(d.clock.now() + MAINTENANCE_EVERY_MS)]);
+  await d.queue.complete(a.lease);
+  return pruned;
+}
