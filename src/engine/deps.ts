@@ -1,16 +1,15 @@
 import type { Logger } from "pino";
 import type { Clock } from "../core/clock.ts";
+import type { Registry } from "../core/registry.ts";
 import type { TaskType } from "../core/task-type.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { OutboundSettings } from "../outbound/settings.ts";
 import type { Provider } from "../providers/provider.ts";
 import type { InboxStore, OutboundStore, QueueStore, TaskStore, WaitStore } from "../store/store.ts";
+import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 
 /** The store roles the worker uses: no tenants, event log or meta. */
 export type EngineStore = TaskStore & InboxStore & WaitStore & QueueStore & OutboundStore;
-
-import type { Registry } from "../core/registry.ts";
-import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 
 /** What the work handlers need. Wired once in `src/app.ts`. */
 export interface EngineDeps {
