@@ -127,12 +127,12 @@ test("compose.yaml: postgres, a one-shot migrate, an api, two workers; secrets r
   const env = {
     POSTGRES_PASSWORD: "pw",
     LONGHAUL_SECRET_KEY: "k",
-    LONGHAUL_ADMIN_KEY: "a",
+    LONGHAUL_ADMIN_KEY: "a".repeat(32),
   };
   assert.deepEqual(environmentOf(s.api!, env), {
     LONGHAUL_DATABASE_URL: "postgres://longhaul:pw@postgres:5432/longhaul",
     LONGHAUL_SECRET_KEY: "k",
-    LONGHAUL_ADMIN_KEY: "a",
+    LONGHAUL_ADMIN_KEY: "a".repeat(32),
   });
   assert.deepEqual(Object.keys(environmentOf(s.worker!, env)).sort(), [
     "LONGHAUL_DATABASE_URL",
