@@ -9,6 +9,8 @@ import { readJson } from "./core/json-input.ts";
 import { type LimitsConfig, resolveLimits } from "./core/limits.ts";
 import { DEFAULT_TIMEOUT_MS } from "./core/replay.ts";
 import { metaValueAt } from "./core/sealed-at.ts";
+import { OptionSettings } from "./core/settings.ts";
+import { checkSettings } from "./core/settings-check.ts";
 import type { TaskType } from "./core/task-type.ts";
 import { providerRegistry, taskTypeRegistry } from "./engine/registry.ts";
 import type { Worker, WorkerOptions } from "./engine/worker.ts";
@@ -69,7 +71,10 @@ export interface LonghaulOptions {
   dedupeHorizonMs?: number;
   /** HTTP limits for slow clients: all headers within `headersMs` (10 s), the whole request within `requestMs` (30 s). */
   httpTimeouts?: { headersMs?: number; requestMs?: number };
-  /** Enables the admin API; default `LONGHAUL_ADMIN_KEY`. */
+  /**
+   * Enables the admin API; default `LONGHAUL_ADMIN_KEY`. At least 32 characters
+   * (`openssl rand -base64 32`); empty: the admin API is off.
+   */
   adminKey?: string;
   /**
    * Capability token keys (the first signs; all verify) and the default lifetime of a
@@ -184,7 +189,16 @@ export interface Longhaul {
 
 /** Wires store, registries, worker and HTTP server together: the one place adapters meet. */
 export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longhaul> {
-  // Bad settings fail before anything is opened.
+  // Bad settings fail before anything is opened. An empty admin key is none: the admin API is off.
+  const adminKey = (opts.adminKey ?? process.env.LONGHAUL_ADMIN_KEY) || undefined;
+  checkSettings(
+    OptionSettings,
+    { ...opts, adminKey },
+    {
+      name: "the options",
+      origin: (key) => (key === "adminKey" && opts.adminKey === undefined ? "LONGHAUL_ADMIN_KEY" : undefined),
+    },
+  );
   const limits = resolveLimits(opts.limits);
   const clock = opts.clock ?? systemClock;
   const log = opts.logger ?? pino(safeLoggerOptions(process.env.LONGHAUL_LOG_LEVEL ?? "info"));
@@ -293,7 +307,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     log,
     keyring,
     urls,
-    adminKey: opts.adminKey ?? process.env.LONGHAUL_ADMIN_KEY,
+    adminKey,
     outbound,
     realtime: opts.realtime,
     limits,

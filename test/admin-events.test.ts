@@ -3,7 +3,7 @@ import { after, before, test } from "node:test";
 import { waitFor } from "./helpers.ts";
 import { type Stack, startStack } from "./stack.ts";
 
-const ADMIN = "admin-secret-for-tests";
+const ADMIN = "admin-secret-for-tests-0123456789abcdef";
 let stack: Stack;
 before(async () => {
   stack = await startStack({ adminKey: ADMIN });

@@ -26,8 +26,11 @@ test("an unknown key, at the top or inside a block, is CONFIG_INVALID naming it"
     () => checkConfig({ metrics: { listen: "127.0.0.1:9464", open: true } }),
     invalid(/"metrics\.open"/),
   );
-  assert.throws(() => checkConfig({ waits: 5 }), invalid(/"waits" .* must be an object/));
-  assert.throws(() => checkConfig({ tasks: {} }), invalid(/"tasks" .* list/));
+  assert.throws(
+    () => checkConfig({ waits: 5 }),
+    invalid(/^waits must be an object \(in the config\); got 5\.$/),
+  );
+  assert.throws(() => checkConfig({ tasks: {} }), invalid(/^tasks must be a list of task types/));
   const ok = { public_url: "https://x", tokens: { ttl_s: 60 }, outbound: { timeout_s: 5 }, tasks: [] };
   assert.equal(checkConfig(ok), ok);
 });

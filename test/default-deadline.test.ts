@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { engineOptions } from "../src/cli/config.ts";
+import { checkConfig, engineOptions } from "../src/cli/config.ts";
 import { LonghaulError } from "../src/core/errors.ts";
 import { defineTask } from "../src/core/task-type.ts";
 import type { Provider } from "../src/providers/provider.ts";
@@ -111,7 +111,7 @@ describe("the default wait deadline", () => {
     assert.equal(engineOptions({ waits: { default_timeout_s: 90 } }).defaultTimeoutMs, 90_000);
     assert.equal(engineOptions({}).defaultTimeoutMs, undefined);
     assert.throws(
-      () => engineOptions({ waits: { default_timeout_s: 0 } }),
+      () => checkConfig({ waits: { default_timeout_s: 0 } }),
       (e: unknown) => e instanceof LonghaulError && e.code === "CONFIG_INVALID",
     );
   });

@@ -66,11 +66,24 @@ function interpolate(value: string, env: Record<string, string>): string {
 const environmentOf = (service: Service, env: Record<string, string>): Record<string, string> =>
   Object.fromEntries(Object.entries(service.environment ?? {}).map(([k, v]) => [k, interpolate(v, env)]));
 
+/**
+ * The Dockerfile's stages, each `FROM` with the global `ARG`s before the first one (`ARG
+ * NAME=default`) put in for `${NAME}`, as a build without `--build-arg` sees them.
+ */
 const dockerStages = () => {
   const stages: { from: string; ops: { op: string; args: string }[] }[] = [];
+  const args = new Map<string, string>();
   for (const i of instructions(dockerfile)) {
-    if (i.op === "FROM") stages.push({ from: i.args, ops: [] });
-    else stages.at(-1)?.ops.push(i);
+    if (i.op === "ARG" && stages.length === 0) {
+      const [name, value] = i.args.split("=", 2);
+      args.set(name!, value ?? "");
+    } else if (i.op === "FROM") {
+      const from = i.args.replace(
+        /\$\{(\w+)\}|\$(\w+)/g,
+        (m, a?: string, b?: string) => args.get((a ?? b)!) ?? m,
+      );
+      stages.push({ from, ops: [] });
+    } else stages.at(-1)?.ops.push(i);
   }
   return stages;
 };
@@ -79,7 +92,13 @@ const last = (ops: { op: string; args: string }[], op: string) => ops.filter((o)
 test("the Dockerfile builds in one stage and runs the installed package, unprivileged, in another", () => {
   const [build, run, ...more] = dockerStages();
   assert.equal(more.length, 0, "two stages");
-  assert.match(build!.from, /^node:20 AS build$/i);
+  // Both stages on one Node.js line, the active LTS (Node 24); the build argument NODE_VERSION
+  // moves them together.
+  assert.match(dockerfile, /^ARG NODE_VERSION=24$/m);
+  const froms = instructions(dockerfile).filter((i) => i.op === "FROM");
+  assert.match(froms[0]!.args, /^node:\$\{NODE_VERSION\} AS build$/);
+  assert.match(froms[1]!.args, /^node:\$\{NODE_VERSION\}-slim$/);
+  assert.match(build!.from, /^node:24 AS build$/i);
   const buildRuns = build!.ops.filter((o) => o.op === "RUN").map((o) => o.args);
   assert.ok(
     buildRuns.some((r) => r.includes("npm ci")),
@@ -89,7 +108,7 @@ test("the Dockerfile builds in one stage and runs the installed package, unprivi
     buildRuns.some((r) => r.includes("npm run build") && r.includes("npm pack")),
     "stage 1 builds and packs",
   );
-  assert.match(run!.from, /^node:20-slim$/);
+  assert.match(run!.from, /^node:24-slim$/);
   assert.ok(
     run!.ops.some((o) => o.op === "RUN" && /npm install --omit=dev .*\.\/longhaul-\*\.tgz/.test(o.args)),
     "stage 2 installs the tarball with production dependencies only",
@@ -127,13 +146,13 @@ test("compose.yaml: postgres, a one-shot migrate, an api, two workers; secrets r
   const env = {
     POSTGRES_PASSWORD: "pw",
     LONGHAUL_SECRET_KEY: "k",
-    LONGHAUL_ADMIN_KEY: "a",
+    LONGHAUL_ADMIN_KEY: "a".repeat(32),
   };
   assert.deepEqual(environmentOf(s.api!, env), {
     LONGHAUL_DATABASE_URL: "postgres://longhaul:pw@postgres:5432/longhaul",
     LONGHAUL_SECRET_KEY: "k",
     LONGHAUL_SECRET_KEYS: "",
-    LONGHAUL_ADMIN_KEY: "a",
+    LONGHAUL_ADMIN_KEY: "a".repeat(32),
   });
   assert.deepEqual(Object.keys(environmentOf(s.worker!, env)).sort(), [
     "LONGHAUL_DATABASE_URL",

@@ -8,6 +8,8 @@ import { engineOptions } from "../src/cli/config.ts";
 import { hashApiKey, newApiKey } from "../src/core/api-keys.ts";
 import { LonghaulError } from "../src/core/errors.ts";
 import { DEFAULT_LIMITS, resolveLimits } from "../src/core/limits.ts";
+import { OptionSettings } from "../src/core/settings.ts";
+import { checkSettings } from "../src/core/settings-check.ts";
 import { defineTask } from "../src/core/task-type.ts";
 import { FixedWindows } from "../src/http/rate-limits.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
@@ -70,7 +72,7 @@ async function secondTenant(stack: Stack): Promise<string> {
   return key;
 }
 
-const ADMIN_KEY = "admin-key-for-limits";
+const ADMIN_KEY = "admin-key-for-limits-0123456789abcdef";
 
 describe("API rate limit per tenant", () => {
   let stack: Stack;
@@ -361,7 +363,7 @@ describe("limits configuration", () => {
       ["fast", "limits"],
     ] as const) {
       assert.throws(
-        () => resolveLimits(bad),
+        () => checkSettings(OptionSettings, { limits: bad }),
         (e: unknown) =>
           e instanceof LonghaulError && e.code === "CONFIG_INVALID" && e.message.includes(named),
       );

@@ -8,7 +8,7 @@ import { sleep, tempDir, waitFor } from "./helpers.ts";
 import { CLI_FROM_SOURCE } from "./processes.ts";
 import { type Stack, startStack } from "./stack.ts";
 
-const ADMIN = "admin-key-for-tenant-tests";
+const ADMIN = "admin-key-for-tenant-tests-0123456789";
 const ended = new Set(["succeeded", "failed", "canceled", "timed_out"]);
 
 /** One simulator job that declares, in its input, that it uses at most 60 tokens. */

@@ -2,7 +2,9 @@ import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { LonghaulError } from "../core/errors.ts";
-import { DEFAULT_LIMITS, type LimitsConfig } from "../core/limits.ts";
+import type { LimitsConfig } from "../core/limits.ts";
+import { ConfigSettings } from "../core/settings.ts";
+import { checkSettings } from "../core/settings-check.ts";
 import type { TaskType } from "../core/task-type.ts";
 import type { SourceConfig } from "../ingress/sources.ts";
 import type { OutboundConfig } from "../outbound/settings.ts";
@@ -12,7 +14,8 @@ import type { TokenKey } from "../tokens/keyring.ts";
 
 /**
  * The configuration file (ARCHITECTURE §7): `.ts`, `.js`, `.mjs` (default export) or `.json`.
- * Keys are public: added, never renamed; an unknown one stops the start (`checkConfig`).
+ * Keys are public: added, never renamed; an unknown one, or a value out of its range (the schema
+ * and ranges are in src/core/settings.ts), stops the start (`checkConfig`).
  */
 export interface LonghaulConfig {
   sources?: Record<string, SourceConfig>;
@@ -55,59 +58,28 @@ export function defineConfig(config: LonghaulConfig): LonghaulConfig {
   return config;
 }
 
-/** The keys a configuration takes, and those of its blocks that are checked key by key. */
-const KEYS: Record<keyof LonghaulConfig, readonly string[] | null> = {
-  sources: null,
-  providers: null,
-  tokens: ["keys", "ttl_s"],
-  public_url: null,
-  reconciler: ["poll_after_s"],
-  waits: ["default_timeout_s"],
-  inbox: ["dedupe_horizon_s"],
-  outbound: ["retry_schedule_s", "allow_private_networks", "timeout_s"],
-  // Checked by resolveLimits, which names an unknown key too.
-  limits: null,
-  metrics: ["listen", "public"],
-  taskTypes: null,
-  tasks: null,
-};
+/**
+ * Where the environment set a key, by key (`waits.default_timeout_s`): what a message says of its
+ * variable (`LONGHAUL_METRICS_PUBLIC: true, false, 1 or 0, in any case`), and the variable's text.
+ */
+export type EnvOrigins = ReadonlyMap<string, { origin: string; text: string }>;
 
 /**
- * Checks a loaded configuration's keys: an unknown one, at the top or inside a block, is
- * CONFIG_INVALID naming it (a misspelt key would otherwise be ignored in silence).
+ * Checks a configuration against the one settings schema (src/core/settings.ts): an unknown
+ * key, at the top or inside a block, or a value out of its range is CONFIG_INVALID naming the
+ * key, and the variable when the environment set it (`fromEnv`), else the file.
  */
-export function checkConfig(raw: unknown, file = "the config"): LonghaulConfig {
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    throw new LonghaulError("CONFIG_INVALID", `${file} must be an object.`);
-  }
-  const known = Object.keys(KEYS);
-  for (const [key, value] of Object.entries(raw)) {
-    if (!Object.hasOwn(KEYS, key)) {
-      throw new LonghaulError(
-        "CONFIG_INVALID",
-        `Unknown key "${key}" in ${file}; known keys: ${known.join(", ")}.`,
-      );
-    }
-    const inner = KEYS[key as keyof LonghaulConfig];
-    if (inner === null || value === undefined) continue;
-    if (typeof value !== "object" || value === null || Array.isArray(value)) {
-      throw new LonghaulError("CONFIG_INVALID", `"${key}" in ${file} must be an object.`);
-    }
-    for (const k of Object.keys(value)) {
-      if (!inner.includes(k)) {
-        throw new LonghaulError(
-          "CONFIG_INVALID",
-          `Unknown key "${key}.${k}" in ${file}; known keys of "${key}": ${inner.join(", ")}.`,
-        );
-      }
-    }
-  }
-  for (const key of ["taskTypes", "tasks"] as const) {
-    const list = (raw as LonghaulConfig)[key];
-    if (list !== undefined && !Array.isArray(list)) {
-      throw new LonghaulError("CONFIG_INVALID", `"${key}" in ${file} must be a list of task types.`);
-    }
-  }
+export function checkConfig(
+  raw: unknown,
+  file = "the config",
+  fromEnv: EnvOrigins = new Map(),
+): LonghaulConfig {
+  checkSettings(ConfigSettings, raw, {
+    name: file,
+    place: `in ${file}`,
+    origin: (key) => fromEnv.get(key)?.origin ?? `in ${file}`,
+    text: (key) => fromEnv.get(key)?.text,
+  });
   return raw as LonghaulConfig;
 }
 
@@ -131,25 +103,51 @@ export function configPath(
   return DEFAULT_CONFIG_FILES.map((f) => resolve(cwd, f)).find((f) => existsSync(f));
 }
 
+/** The blocks whose keys a variable may set, beside `public_url`. */
+const ENV_BLOCKS = ["tokens", "reconciler", "waits", "inbox", "outbound", "metrics", "limits"] as const;
+
+interface SettingNode {
+  type?: string;
+  properties?: Record<string, SettingNode>;
+}
+
 /**
  * The keys a variable of the environment may set, as `LONGHAUL_<BLOCK>_<KEY>` in capitals (README
- * "Configuration"): every scalar or list key of the blocks above and `limits`. `sources`,
- * `providers`, `tokens.keys` and the task lists are structured and live in the file only.
+ * "Configuration"), with the type the schema gives each: every key of the blocks above and
+ * `public_url`. `sources`, `providers`, `tokens.keys` and the task lists are structured and live
+ * in the file only.
  */
-const ENV_KEYS: readonly (readonly [block: keyof LonghaulConfig | null, key: string])[] = [
-  [null, "public_url"],
-  ...(["tokens", "reconciler", "waits", "inbox", "outbound", "metrics"] as const).flatMap((block) =>
-    (KEYS[block] ?? []).filter((k) => !(block === "tokens" && k === "keys")).map((k) => [block, k] as const),
-  ),
-  ...Object.keys(DEFAULT_LIMITS).map((k) => ["limits", k] as const),
-];
+const ENV_KEYS: readonly { block: string | null; key: string; type: string | undefined }[] = (() => {
+  const blocks = (ConfigSettings as SettingNode).properties!;
+  return [
+    { block: null, key: "public_url", type: blocks.public_url!.type },
+    ...ENV_BLOCKS.flatMap((block) =>
+      Object.entries(blocks[block]!.properties!)
+        .filter(([key]) => !(block === "tokens" && key === "keys"))
+        .map(([key, node]) => ({ block, key, type: node.type })),
+    ),
+  ];
+})();
+
+/** Every variable that sets a config key, by the key it sets: `waits.default_timeout_s` → `LONGHAUL_WAITS_DEFAULT_TIMEOUT_S`. */
+export const envVariables = (): Map<string, string> =>
+  new Map(ENV_KEYS.map(({ block, key }) => [block ? `${block}.${key}` : key, envName(block, key)]));
 
 /** The variable that overrides a key: `LONGHAUL_PUBLIC_URL`, `LONGHAUL_WAITS_DEFAULT_TIMEOUT_S`, … */
 export const envName = (block: string | null, key: string): string =>
   `LONGHAUL_${block ? `${block}_` : ""}${key}`.toUpperCase();
 
-/** A variable's value: JSON when it reads as JSON (numbers, booleans, lists), else the text. */
-function envValue(name: string, text: string): unknown {
+/**
+ * A variable's value, read as its key's type: text as it is; a boolean from `true`, `false`, `1`
+ * or `0` in any case; a number or a list as JSON. Text that reads as none of these is kept as
+ * text, for the check to refuse naming the variable.
+ */
+function envValue(name: string, text: string, type: string | undefined): unknown {
+  if (type === "string") return text;
+  if (type === "boolean") {
+    const t = text.trim().toLowerCase();
+    return t === "true" || t === "1" ? true : t === "false" || t === "0" ? false : text;
+  }
   try {
     return JSON.parse(text);
   } catch {
@@ -162,25 +160,38 @@ function envValue(name: string, text: string): unknown {
 
 /**
  * Settings taken from the environment over the file's: each variable of `ENV_KEYS`, when set and
- * not empty, wins over its key. The values are checked where the file's are.
+ * not empty, wins over its key. The values are checked with the file's (`checkConfig`), which
+ * names the variable of each one it refuses (`fromEnv`).
  */
-export function applyEnv(config: LonghaulConfig, env: NodeJS.ProcessEnv = process.env): LonghaulConfig {
+export function applyEnv(
+  config: LonghaulConfig,
+  env: NodeJS.ProcessEnv = process.env,
+): { config: LonghaulConfig; fromEnv: EnvOrigins } {
   const out: Record<string, unknown> = { ...config };
-  for (const [block, key] of ENV_KEYS) {
+  const fromEnv = new Map<string, { origin: string; text: string }>();
+  for (const { block, key, type } of ENV_KEYS) {
     const name = envName(block, key);
     const text = env[name];
     if (text === undefined || text === "") continue;
-    // public_url and metrics.listen are text even when they would parse as JSON.
-    const value = key === "public_url" || key === "listen" ? text : envValue(name, text);
-    if (block === null) out[key] = value;
-    else out[block] = { ...(out[block] as Record<string, unknown> | undefined), [key]: value };
+    const value = envValue(name, text, type);
+    const origin = type === "boolean" ? `${name}: true, false, 1 or 0, in any case` : name;
+    fromEnv.set(block ? `${block}.${key}` : key, { origin, text });
+    if (block === null) {
+      out[key] = value;
+      continue;
+    }
+    const inner = out[block];
+    // A block the file holds as something other than an object stays so, for the check to refuse.
+    if (inner !== undefined && (typeof inner !== "object" || inner === null || Array.isArray(inner)))
+      continue;
+    out[block] = { ...inner, [key]: value };
   }
-  return out as LonghaulConfig;
+  return { config: out as LonghaulConfig, fromEnv };
 }
 
 /**
- * The configuration `dev` and `serve` run with: the file `configPath` finds (none: `{}`),
- * its keys checked, the environment's settings over it, and `tasks` merged into `taskTypes`.
+ * The configuration `dev` and `serve` run with: the file `configPath` finds (none: `{}`), the
+ * environment's settings over it, all checked, and `tasks` merged into `taskTypes`.
  */
 export async function readConfig(
   flag: string | undefined,
@@ -188,7 +199,10 @@ export async function readConfig(
   cwd: string = process.cwd(),
 ): Promise<LonghaulConfig> {
   const file = configPath(flag, env, cwd);
-  const config = applyEnv(file ? checkConfig(await loadConfig(file), file) : {}, env);
+  const loaded = file ? await loadConfig(file) : {};
+  if (Array.isArray(loaded)) throw new LonghaulError("CONFIG_INVALID", `${file} must export an object.`);
+  const { config: merged, fromEnv } = applyEnv(loaded, env);
+  const config = checkConfig(merged, file ?? "the environment", fromEnv);
   const { tasks, ...rest } = config;
   return tasks === undefined ? rest : { ...rest, taskTypes: [...(rest.taskTypes ?? []), ...tasks] };
 }
@@ -206,24 +220,15 @@ export function engineOptions(config: LonghaulConfig): {
     limits?: LimitsConfig;
     defaultTimeoutMs?: number;
   } = {};
-  // Checked, with defaults filled in, by createLonghaul.
+  // The config is checked (`checkConfig`), and the options again by createLonghaul.
   if (config.limits !== undefined) out.limits = config.limits;
   const poll = config.reconciler?.poll_after_s;
   const horizon = config.inbox?.dedupe_horizon_s;
   const waitTimeout = config.waits?.default_timeout_s;
-  if (waitTimeout !== undefined) {
-    out.defaultTimeoutMs = seconds("waits.default_timeout_s", waitTimeout) * 1000;
-  }
-  if (poll !== undefined) out.pollAfterMs = seconds("reconciler.poll_after_s", poll) * 1000;
-  if (horizon !== undefined) out.dedupeHorizonMs = seconds("inbox.dedupe_horizon_s", horizon) * 1000;
+  if (waitTimeout !== undefined) out.defaultTimeoutMs = waitTimeout * 1000;
+  if (poll !== undefined) out.pollAfterMs = poll * 1000;
+  if (horizon !== undefined) out.dedupeHorizonMs = horizon * 1000;
   return out;
-}
-
-function seconds(key: string, v: unknown): number {
-  if (typeof v !== "number" || !Number.isFinite(v) || v <= 0) {
-    throw new LonghaulError("CONFIG_INVALID", `${key} must be a positive number of seconds.`);
-  }
-  return v;
 }
 
 const defaults = ["longhaul.config.ts", "longhaul.config.js", "longhaul.config.json"];

@@ -19,6 +19,13 @@ import { onShutdown } from "./shutdown.ts";
 
 export const DEV_TENANT_ID = "tn_dev";
 
+/** The URL `dev` mints links under when the config sets none: its own address, reachable from this machine. */
+export function devPublicUrl(listenHost: string, port: number): string {
+  const host = listenHost === "0.0.0.0" ? "127.0.0.1" : listenHost === "::" ? "::1" : listenHost;
+  // An IPv6 address is bracketed in a URL.
+  return `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+}
+
 /**
  * `longhaul dev`: server, workers and simulator in one process. The development tenant and
  * the simulator's signing secret are created once and kept in the store, so a restart on the
@@ -72,8 +79,7 @@ export async function dev(argv: string[]): Promise<void> {
   const apiKey = process.env.LONGHAUL_API_KEY ?? (await keep(DEV_API_KEY_META_KEY, newApiKey()));
   await store.ensureTenant({ id: DEV_TENANT_ID, name: "development", keyHash: hashApiKey(apiKey) });
 
-  const publicUrl =
-    config.public_url ?? `http://${values.host === "0.0.0.0" ? "127.0.0.1" : values.host}:${port}`;
+  const publicUrl = config.public_url ?? devPublicUrl(values.host, port);
   const app = await createLonghaul({
     store,
     logger: log,

@@ -1,5 +1,3 @@
-import { LonghaulError } from "./errors.ts";
-
 /**
  * Limits that protect a deployment from one tenant or one address (the `limits` block of the
  * config file). Rates are requests per minute in a fixed one-minute window, counted by each
@@ -40,33 +38,14 @@ export const DEFAULT_LIMITS: Limits = {
   schema_timeout_s: 5,
 };
 
-/** Keys that hold a time in seconds rather than a count: any positive number. */
-const SECONDS: ReadonlySet<string> = new Set(["signal_retention_s", "schema_timeout_s"]);
-
-/** The limits with defaults filled in; throws CONFIG_INVALID naming the bad key. */
-export function resolveLimits(value: unknown): Limits {
-  if (value === undefined || value === null) return { ...DEFAULT_LIMITS };
-  if (typeof value !== "object" || Array.isArray(value)) {
-    throw new LonghaulError("CONFIG_INVALID", 'limits must be an object such as {"api_per_min": 6000}.');
-  }
-  const given = value as Record<string, unknown>;
+/**
+ * The limits with defaults filled in. The values are checked by the settings schema
+ * (`LimitsSettings` in settings.ts) before they get here.
+ */
+export function resolveLimits(value: LimitsConfig | undefined): Limits {
   const out: Limits = { ...DEFAULT_LIMITS };
-  for (const [key, v] of Object.entries(given)) {
-    if (!(key in DEFAULT_LIMITS)) {
-      throw new LonghaulError(
-        "CONFIG_INVALID",
-        `Unknown limit "limits.${key}"; known: ${Object.keys(DEFAULT_LIMITS).join(", ")}.`,
-      );
-    }
-    if (v === undefined) continue;
-    if (SECONDS.has(key)) {
-      if (typeof v !== "number" || !Number.isFinite(v) || v <= 0) {
-        throw new LonghaulError("CONFIG_INVALID", `limits.${key} must be a positive number of seconds.`);
-      }
-    } else if (typeof v !== "number" || !Number.isInteger(v) || v < 0) {
-      throw new LonghaulError("CONFIG_INVALID", `limits.${key} must be a whole number, 0 to turn it off.`);
-    }
-    out[key as keyof Limits] = v;
+  for (const [key, v] of Object.entries(value ?? {})) {
+    if (v !== undefined) out[key as keyof Limits] = v;
   }
   return out;
 }

@@ -1,11 +1,12 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { LonghaulError } from "../core/errors.ts";
+import { LISTEN_PATTERN } from "../core/settings.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 
 /** `host:port` (`[::1]:9464` for IPv6) of the `metrics.listen` setting. CONFIG_INVALID. */
 export function parseListen(listen: string): { host: string; port: number } {
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(listen);
+  const m = LISTEN_PATTERN.exec(listen);
   const port = Number(m?.[3]);
   if (!m || port > 65_535) {
     throw new LonghaulError(

@@ -1,4 +1,3 @@
-import { LonghaulError } from "../core/errors.ts";
 import { SecretBox } from "../secrets/secret-box.ts";
 
 /**
@@ -26,42 +25,19 @@ export interface OutboundConfig {
   timeout_s?: number;
 }
 
-const MAX_ATTEMPTS = 50;
-
-/** Checks the `outbound` configuration and fills in the defaults. CONFIG_INVALID. */
+/**
+ * The `outbound` configuration with the defaults filled in. Its values are checked by the
+ * settings schema (`OutboundSettings` in src/core/settings.ts) before they get here.
+ */
 export function outboundSettings(
   config: OutboundConfig = {},
   secrets: SecretBox = new SecretBox([]),
 ): OutboundSettings {
   const schedule = config.retry_schedule_s ?? STANDARD_RETRY_SCHEDULE_S;
-  if (
-    !Array.isArray(schedule) ||
-    schedule.length === 0 ||
-    schedule.length > MAX_ATTEMPTS ||
-    schedule.some((s) => typeof s !== "number" || !Number.isFinite(s) || s < 0)
-  ) {
-    throw new LonghaulError(
-      "CONFIG_INVALID",
-      `outbound.retry_schedule_s must list 1 to ${MAX_ATTEMPTS} delays in seconds, each 0 or more, such as [0, 5, 300].`,
-    );
-  }
-  if (schedule[0] !== 0) {
-    throw new LonghaulError(
-      "CONFIG_INVALID",
-      "outbound.retry_schedule_s starts with the first attempt, which is sent as soon as the event commits: make its first entry 0.",
-    );
-  }
-  const timeout = config.timeout_s ?? 10;
-  if (typeof timeout !== "number" || !(timeout > 0) || timeout > 120) {
-    throw new LonghaulError(
-      "CONFIG_INVALID",
-      "outbound.timeout_s must be a number of seconds above 0 and at most 120.",
-    );
-  }
   return {
     retryScheduleMs: schedule.map((s) => Math.round(s * 1000)),
     allowPrivateNetworks: config.allow_private_networks === true,
-    timeoutMs: timeout * 1000,
+    timeoutMs: (config.timeout_s ?? 10) * 1000,
     secrets,
   };
 }
