@@ -1,19 +1,31 @@
-// The library's public surface, `import { task } from "longhaul"` (ARCHITECTURE §5): task
-// definition, step types, errors, providers. The server side also has its own entry,
-// `longhaul/server`; `createLonghaul` stays here too so existing imports keep working.
-// `longhaul/client` (src/client) and `longhaul/testing` (src/testing.ts) are separate entries.
-export {
-  type CancelAnswer,
-  createLonghaul,
-  createLonghaul as longhaul,
-  type Longhaul,
-  type LonghaulOptions,
-  type SignalAnswer,
-  type SignalRequest,
-  type SubmitAnswer,
-  type SubmitRequest,
+// The library's public surface, `import { task } from "longhaul"` (ARCHITECTURE §5): what
+// defining tasks needs (task definition, step types, errors, providers, graphs, the config
+// file's type). It loads no server: `createLonghaul` lives on `longhaul/server`, with the
+// HTTP server and the stores. `longhaul/client` (src/client) and `longhaul/testing`
+// (src/testing.ts) are separate entries.
+import type { Longhaul, LonghaulOptions } from "./app.ts";
+
+export type {
+  CancelAnswer,
+  Longhaul,
+  LonghaulOptions,
+  SignalAnswer,
+  SignalRequest,
+  SubmitAnswer,
+  SubmitRequest,
 } from "./app.ts";
-export { defineConfig, type LonghaulConfig } from "./cli/config.ts";
+export { defineConfig, type LonghaulConfig } from "./config/define-config.ts";
+
+/**
+ * @deprecated Import it from `longhaul/server`; this re-export goes in the next minor release.
+ * It loads the server (Fastify, the stores) only when called, so `import "longhaul"` stays light.
+ */
+export async function createLonghaul(opts?: LonghaulOptions): Promise<Longhaul> {
+  return (await import("./app.ts")).createLonghaul(opts);
+}
+/** @deprecated Import `longhaul` (= `createLonghaul`) from `longhaul/server`. */
+export const longhaul = createLonghaul;
+
 export type { Clock } from "./core/clock.ts";
 export type { Duration } from "./core/duration.ts";
 export {
@@ -53,4 +65,14 @@ export { type OpenAIProviderOptions, openaiProvider } from "./providers/openai/o
 export type { CreatedJob, CreateJobRequest, JobSnapshot, Provider } from "./providers/provider.ts";
 export { ProviderError } from "./providers/provider.ts";
 export { type SimProviderOptions, simProvider } from "./providers/sim/sim-provider.ts";
-export { type Simulator, type SimulatorOptions, startSimulator } from "./providers/sim/simulator.ts";
+export type { Simulator, SimulatorOptions } from "./providers/sim/simulator.ts";
+
+/**
+ * @deprecated Import it from `longhaul/testing`; this re-export goes in the next minor release.
+ * It loads the simulator (and its SQLite file) only when called.
+ */
+export async function startSimulator(
+  options: import("./providers/sim/simulator.ts").SimulatorOptions,
+): Promise<import("./providers/sim/simulator.ts").Simulator> {
+  return (await import("./providers/sim/simulator.ts")).startSimulator(options);
+}

@@ -5,7 +5,8 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { createLonghaul, simProvider } from "longhaul";
+import { simProvider } from "longhaul";
+import { createLonghaul } from "longhaul/server";
 import { startSimulator } from "longhaul/testing";
 import { signOff, summarize } from "./tasks.js";
 
