@@ -6,12 +6,6 @@ import { LonghaulError } from "../core/errors.ts";
 import type { LimitsConfig } from "../core/limits.ts";
 import { ConfigSettings } from "../core/settings.ts";
 import { checkSettings } from "../core/settings-check.ts";
-import type { TaskType } from "../core/task-type.ts";
-import type { SourceConfig } from "../ingress/sources.ts";
-import type { OutboundConfig } from "../outbound/settings.ts";
-import type { ProviderConfig } from "../providers/from-config.ts";
-import type { Provider } from "../providers/provider.ts";
-import type { TokenKey } from "../tokens/keyring.ts";
 
 export { defineConfig, type LonghaulConfig } from "../config/define-config.ts";
 
