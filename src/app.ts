@@ -1,28 +1,31 @@
 import type { FastifyInstance } from "fastify";
 import { type Logger, pino } from "pino";
-import type { Static, TSchema } from "typebox";
-import { hashApiKey, newApiKey } from "./core/api-keys.ts";
 import { type Clock, systemClock } from "./core/clock.ts";
 import { LonghaulError } from "./core/errors.ts";
 import type { IdGenerator } from "./core/ids.ts";
-import { readJson } from "./core/json-input.ts";
 import { type LimitsConfig, resolveLimits } from "./core/limits.ts";
 import { DEFAULT_TIMEOUT_MS } from "./core/replay.ts";
 import { metaValueAt } from "./core/sealed-at.ts";
 import { OptionSettings } from "./core/settings.ts";
 import { checkSettings } from "./core/settings-check.ts";
 import type { TaskType } from "./core/task-type.ts";
+import {
+  type CancelAnswer,
+  embeddedCalls,
+  type SignalAnswer,
+  type SignalRequest,
+  type SubmitAnswer,
+  type SubmitRequest,
+  type TaskAnswer,
+} from "./embedded.ts";
 import { providerRegistry, taskTypeRegistry } from "./engine/registry.ts";
 import type { Worker, WorkerOptions } from "./engine/worker.ts";
-import { schemaErrorFormatter } from "./http/error-handler.ts";
 import type { EventStreamsOptions } from "./http/event-streams.ts";
 import { type ClientAddress, type FetchOptions, fetchHandler } from "./http/fetch.ts";
 import { type HttpPressure, httpPressure, type PressureSignals } from "./http/http-pressure.ts";
 import { safeLoggerOptions } from "./http/log-redaction.ts";
 import { parseListen, startMetricsServer } from "./http/metrics-server.ts";
-import { taskDetail } from "./http/serialize.ts";
 import { buildServer } from "./http/server.ts";
-import { loadValidation, validatorCompiler } from "./http/validator.ts";
 import { buildSource, checkSources, type Source, type SourceConfig } from "./ingress/sources.ts";
 import { Metrics } from "./metrics/metrics.ts";
 import { type OutboundConfig, outboundSettings } from "./outbound/settings.ts";
@@ -33,12 +36,6 @@ import { openStore } from "./store/open-store.ts";
 import type { Store } from "./store/store.ts";
 import { CapabilityUrls } from "./tokens/capability-urls.ts";
 import { type Keyring, keyringFromConfig, TOKEN_KEYS_META_KEY, type TokenKey } from "./tokens/keyring.ts";
-import { cancelTask } from "./usecases/cancel-task.ts";
-import { getTask } from "./usecases/get-task.ts";
-import { sendSignal } from "./usecases/send-signal.ts";
-import { submitTask } from "./usecases/submit-task.ts";
-import { SignalBody, type SignalResult } from "./wire/events.ts";
-import { type CancelResult, SubmitBody, type SubmitResult, type TaskDetail } from "./wire/tasks.ts";
 
 export interface LonghaulOptions {
   /** `sqlite:path` or `postgres://…`; ignored when `store` is given. Default `sqlite:.longhaul/longhaul.db`. */
@@ -126,18 +123,15 @@ export interface LonghaulOptions {
   pressureSignals?: PressureSignals;
 }
 
-/** `lh.submit`'s request: the body of `POST /v1/tasks`. */
-export type SubmitRequest = Static<typeof SubmitBody>;
-export type SubmitAnswer = Static<typeof SubmitResult>;
-/** `lh.signal`'s request: the body of `POST /v1/signals`. */
-export type SignalRequest = Static<typeof SignalBody>;
-export type SignalAnswer = Static<typeof SignalResult>;
-export type CancelAnswer = Static<typeof CancelResult>;
-/** `lh.get`'s answer: the body of `GET /v1/tasks/:id`, with its steps, jobs and links. */
-export type TaskAnswer = Static<typeof TaskDetail>;
-
-/** The tenant embedded calls act for when `tenant` is not set and the store holds none. */
-export const DEFAULT_TENANT_ID = "tn_default";
+export {
+  type CancelAnswer,
+  DEFAULT_TENANT_ID,
+  type SignalAnswer,
+  type SignalRequest,
+  type SubmitAnswer,
+  type SubmitRequest,
+  type TaskAnswer,
+} from "./embedded.ts";
 
 export interface Longhaul {
   store: Store;
@@ -320,27 +314,16 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
   if (role === "all") pressure = httpPressure(server.server, opts.pressureSignals);
   let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | null = null;
 
-  // Embedded calls: the use cases the HTTP routes call, for the tenant the caller names or
-  // the default one (ARCHITECTURE §2).
-  let defaultTenant: Promise<string> | null = null;
-  const tenantFor = async (tenantId: string | undefined): Promise<string> => {
-    if (tenantId !== undefined) {
-      if (!(await store.getTenant(tenantId)))
-        throw new LonghaulError("TENANT_NOT_FOUND", `No tenant ${tenantId}.`);
-      return tenantId;
-    }
-    defaultTenant ??= resolveDefaultTenant(store, opts.tenant);
-    // A failed lookup is not kept: the next call tries again.
-    return defaultTenant.catch((err) => {
-      defaultTenant = null;
-      throw err;
-    });
-  };
-  const checkSubmit = bodyCheck(SubmitBody, "/v1/tasks");
-  const checkSignal = bodyCheck(SignalBody, "/v1/signals");
-  const args = <T>(a: string | undefined | T, b: T | undefined): [string | undefined, T] =>
-    b === undefined ? [undefined, a as T] : [a as string | undefined, b];
-
+  // Embedded calls: the actions the HTTP routes call, for the tenant the caller names or the
+  // default one (ARCHITECTURE §2).
+  const calls = embeddedCalls({
+    store,
+    taskTypes,
+    urls,
+    metrics,
+    schemaTimeoutMs: limits.schema_timeout_s * 1000,
+    tenant: opts.tenant,
+  });
   const fetch = fetchHandler(server, { clientAddress: opts.clientAddress, log });
 
   return {
@@ -357,49 +340,10 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     start() {
       worker?.start();
     },
-    async submit(a: string | undefined | SubmitRequest, b?: SubmitRequest) {
-      const [tenant, request] = args(a, b);
-      const body = await checkSubmit(request);
-      const { task, created } = await submitTask(
-        { tasks: store, taskTypes, schemaTimeoutMs: limits.schema_timeout_s * 1000 },
-        {
-          tenantId: await tenantFor(tenant),
-          type: body.type,
-          input: body.input,
-          clientRequestId: body.client_request_id ?? null,
-          userId: body.user_id ?? null,
-          traceId: body.trace_id ?? null,
-        },
-      );
-      if (created) metrics.tasksSubmitted.inc({ type: task.type });
-      return { task_id: task.id, status: task.status, created };
-    },
-    async signal(a: string | undefined | SignalRequest, b?: SignalRequest) {
-      const [tenant, request] = args(a, b);
-      const body = await checkSignal(request);
-      const r = await sendSignal(
-        { waits: store },
-        { tenantId: await tenantFor(tenant), name: body.name, data: body.data, clientId: body.id ?? null },
-      );
-      return { signal_id: r.id, duplicate: r.duplicate, matched: r.matched };
-    },
-    async get(a: string | undefined, b?: string) {
-      const [tenant, taskId] = args(a, b);
-      if (typeof taskId !== "string" || taskId === "")
-        throw new LonghaulError("VALIDATION_FAILED", "Name the task to read: taskId is empty.");
-      const { detail, decisions } = await getTask(
-        { tasks: store, waits: store },
-        { tenantId: await tenantFor(tenant), taskId },
-      );
-      return taskDetail(detail, { urls, decisions });
-    },
-    async cancel(a: string | undefined, b?: string) {
-      const [tenant, taskId] = args(a, b);
-      if (typeof taskId !== "string" || taskId === "")
-        throw new LonghaulError("VALIDATION_FAILED", "Name the task to cancel: taskId is empty.");
-      const t = await cancelTask({ tasks: store }, { tenantId: await tenantFor(tenant), taskId });
-      return { task_id: t.id, status: t.status };
-    },
+    submit: calls.submit,
+    signal: calls.signal,
+    get: calls.get,
+    cancel: calls.cancel,
     async drain(drainOpts = {}) {
       if (!worker) throw new LonghaulError("CONFIG_INVALID", "drain() needs a worker; role api has none.");
       return worker.drain(drainOpts);
@@ -420,67 +364,5 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
       await worker?.stop();
       await store.close();
     },
-  };
-}
-
-/**
- * The default tenant of embedded calls: the `tenant` option (created when missing), else the
- * store's only tenant, else a new `tn_default`. Several tenants and no option: CONFIG_INVALID.
- */
-async function resolveDefaultTenant(store: Store, configured: string | undefined): Promise<string> {
-  // Its key is thrown away: an embedded tenant is reached through these calls, not over HTTP,
-  // until an admin adds a key (`longhaul tenants rotate-key`).
-  const ensure = async (id: string, name: string) =>
-    (await store.ensureTenant({ id, name, keyHash: hashApiKey(newApiKey()) })).id;
-  if (configured !== undefined) {
-    return (await store.getTenant(configured))?.id ?? ensure(configured, configured);
-  }
-  const all = await store.listTenants();
-  if (all.length === 1) return all[0]!.id;
-  if (all.length === 0) return ensure(DEFAULT_TENANT_ID, "default");
-  throw new LonghaulError(
-    "CONFIG_INVALID",
-    `The store holds ${all.length} tenants: pass the tenant id to submit, signal and cancel, or set the tenant option.`,
-  );
-}
-
-/**
- * JSON.stringify's replacer for embedded calls: NaN and ±Infinity would be stored as `null`, so
- * they are refused, as a body's number beyond a double's range is (VALIDATION_FAILED).
- */
-function finiteOnly(_key: string, v: unknown): unknown {
-  if (typeof v === "number" && !Number.isFinite(v)) {
-    throw new LonghaulError(
-      "VALIDATION_FAILED",
-      `The request holds ${v}, which JSON cannot carry (it would be stored as null); send it as a string.`,
-    );
-  }
-  return v;
-}
-
-/**
- * The HTTP route's own checks, for embedded calls: the request goes through JSON as a body
- * would (the same depth cap and refused keys, and what is stored is what JSON keeps; a number
- * JSON cannot carry is refused), then its TypeBox schema, with the same messages.
- */
-function bodyCheck<S extends TSchema>(schema: S, url: string): (value: unknown) => Promise<Static<S>> {
-  const check = validatorCompiler({ schema, httpPart: "body", method: "POST", url });
-  return async (value) => {
-    let text: string | undefined;
-    try {
-      text = JSON.stringify(value, finiteOnly);
-    } catch (err) {
-      if (err instanceof LonghaulError) throw err;
-      throw new LonghaulError("VALIDATION_FAILED", `The request is not JSON: ${(err as Error).message}`);
-    }
-    const read = text === undefined ? { ok: true as const, value: undefined } : readJson(text, "The request");
-    if (!read.ok) throw read.error;
-    await loadValidation();
-    const r = check(read.value) as { value?: unknown; error?: unknown };
-    if (r.error) {
-      const err = schemaErrorFormatter(r.error as Parameters<typeof schemaErrorFormatter>[0], "body");
-      throw new LonghaulError("VALIDATION_FAILED", err.message);
-    }
-    return r.value as Static<S>;
   };
 }

@@ -1,12 +1,11 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
+import { declaredTooLarge, tooLarge, webhookAction } from "../actions/webhooks.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Source } from "../ingress/sources.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { InboxStore } from "../store/store.ts";
-import { recordWebhook } from "../usecases/record-webhook.ts";
 import { errorResponse } from "./error-handler.ts";
-import { noteDelivery, tooLarge } from "./hooks-routes.ts";
 import { countHook, type FixedWindows } from "./rate-limits.ts";
 
 export interface HookIngressDeps {
@@ -62,8 +61,7 @@ export function hookIngress(d: HookIngressDeps): (req: IncomingMessage, res: Ser
         return true;
       }
     }
-    const declared = req.headers["content-length"];
-    if (declared !== undefined && Number(declared) > source.bodyLimit) {
+    if (declaredTooLarge(source, req.headers["content-length"])) {
       fail(res, tooLarge(source));
       return true;
     }
@@ -86,14 +84,11 @@ export function hookIngress(d: HookIngressDeps): (req: IncomingMessage, res: Ser
     req.on("end", () => {
       if (refused) return;
       const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received);
-      recordWebhook(
-        { inbox: d.store, clock: d.clock, sources: d.sources },
+      webhookAction(
+        { inbox: d.store, clock: d.clock, sources: d.sources, metrics: d.metrics, log: d.log },
         { source: name, headers: req.headers, body },
       ).then(
-        (r) => {
-          noteDelivery(d.log, d.metrics, r);
-          send(res, 200, r.duplicate ? DUPLICATE : RECEIVED);
-        },
+        (answer) => send(res, 200, answer.duplicate ? DUPLICATE : RECEIVED),
         (err: unknown) => fail(res, err),
       );
     });

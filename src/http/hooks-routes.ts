@@ -1,12 +1,11 @@
 import { type Readable, Transform } from "node:stream";
-import type { FastifyBaseLogger } from "fastify";
 import { Type } from "typebox";
+import { declaredTooLarge, tooLarge, webhookAction } from "../actions/webhooks.ts";
 import type { Clock } from "../core/clock.ts";
-import { LonghaulError } from "../core/errors.ts";
 import type { Source } from "../ingress/sources.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { InboxStore } from "../store/store.ts";
-import { type RecordWebhookResult, recordWebhook, sourceNamed } from "../usecases/record-webhook.ts";
+import { sourceNamed } from "../usecases/record-webhook.ts";
 import { HookReceipt } from "../wire/events.ts";
 import type { Api } from "./api.ts";
 import { operation } from "./openapi.ts";
@@ -38,7 +37,7 @@ export function hooksRoutes(
       const source = sourceNamed(sources, (req.params as { source: string }).source);
       const declared = req.headers["content-length"];
       if (declared === undefined) return capped(payload, source);
-      if (Number(declared) > source.bodyLimit) throw tooLarge(source);
+      if (declaredTooLarge(source, declared)) throw tooLarge(source);
       // Node reads no more than Content-Length says, so the declared size is the bound.
       return payload;
     });
@@ -50,43 +49,17 @@ export function hooksRoutes(
       response: { 200: HookReceipt },
     });
     scope.post("/hooks/:source", { schema }, async (req, reply) => {
-      const r = await recordWebhook(
-        { inbox: store, clock, sources },
+      const answer = await webhookAction(
+        { inbox: store, clock, sources, metrics, log: req.log },
         {
           source: req.params.source,
           headers: req.headers,
           body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
         },
       );
-      noteDelivery(req.log, metrics, r);
-      return reply.status(200).send({ received: true, duplicate: r.duplicate });
+      return reply.status(200).send(answer);
     });
   });
-}
-
-/**
- * A recorded delivery, counted (accepted or duplicate) and, where the sender put a delivery
- * id in a header its signature does not cover, logged with it: the inbox dedupes on the
- * event id (the body hash for GitHub, the token for a jwt source's webhook-signature).
- */
-export function noteDelivery(
-  log: Pick<FastifyBaseLogger, "info">,
-  metrics: Metrics | undefined,
-  r: RecordWebhookResult,
-): void {
-  metrics?.webhooks.inc({ source: r.source.name, result: r.duplicate ? "duplicate" : "accepted" });
-  if (!r.deliveryId) return;
-  log.info(
-    { source: r.source.name, eventId: r.eventId, deliveryId: r.deliveryId, duplicate: r.duplicate },
-    "webhook delivery id (unsigned), deduped on the event id",
-  );
-}
-
-export function tooLarge(source: Source): LonghaulError {
-  return new LonghaulError(
-    "PAYLOAD_TOO_LARGE",
-    `Source "${source.name}" accepts bodies up to ${source.bodyLimit} bytes; this one is larger. Raise its body_limit if the sender's events are legitimately this big.`,
-  );
 }
 
 /** The body stream, failing with 413 once more than the source's limit has come. */

@@ -236,7 +236,13 @@ export function buildServer(d: ServerDeps): FastifyInstance {
 
   app.register(async (api) => {
     api.addHook("onRequest", rateLimits.authenticated(tenantAuth(d.store, d.clock)));
-    tasksRoutes(api, d.store, d.taskTypes, d.urls, d.metrics, limits.schema_timeout_s * 1000);
+    tasksRoutes(api, {
+      store: d.store,
+      taskTypes: d.taskTypes,
+      urls: d.urls,
+      metrics: d.metrics,
+      schemaTimeoutMs: limits.schema_timeout_s * 1000,
+    });
     timelineRoutes(api, d.store);
     signalsRoutes(api, d.store);
     usageRoutes(api, d.store);

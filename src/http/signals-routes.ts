@@ -1,5 +1,5 @@
+import { signalAction } from "../actions/signals.ts";
 import type { WaitStore } from "../store/store.ts";
-import { sendSignal } from "../usecases/send-signal.ts";
 import { SignalBody, SignalResult } from "../wire/events.ts";
 import type { Api } from "./api.ts";
 import { operation } from "./openapi.ts";
@@ -15,14 +15,8 @@ export function signalsRoutes(app: Api, store: WaitStore): void {
       }),
     },
     async (req, reply) => {
-      const b = req.body;
-      const r = await sendSignal(
-        { waits: store },
-        { tenantId: req.tenant.id, name: b.name, data: b.data, clientId: b.id ?? null },
-      );
-      return reply
-        .status(r.duplicate ? 200 : 202)
-        .send({ signal_id: r.id, duplicate: r.duplicate, matched: r.matched });
+      const r = await signalAction({ store }, req.tenant.id, req.body);
+      return reply.status(r.status).send(r.body);
     },
   );
 }

@@ -1,13 +1,10 @@
-import { LonghaulError } from "../core/errors.ts";
-import type { Registry } from "../core/registry.ts";
-import type { TaskType } from "../core/task-type.ts";
-import type { Metrics } from "../metrics/metrics.ts";
-import type { TaskStore, WaitStore } from "../store/store.ts";
-import type { CapabilityUrls } from "../tokens/capability-urls.ts";
-import { cancelTask } from "../usecases/cancel-task.ts";
-import { getTask } from "../usecases/get-task.ts";
-import { listTasks } from "../usecases/list-tasks.ts";
-import { submitTask } from "../usecases/submit-task.ts";
+import {
+  cancelAction,
+  getTaskAction,
+  listTasksAction,
+  submitAction,
+  type TaskActionDeps,
+} from "../actions/tasks.ts";
 import { IdParams } from "../wire/common.ts";
 import {
   CancelResult,
@@ -20,18 +17,10 @@ import {
 } from "../wire/tasks.ts";
 import type { Api } from "./api.ts";
 import { operation } from "./openapi.ts";
-import { taskDetail, taskSummary } from "./serialize.ts";
 import { submitRateLimit } from "./submit-rate.ts";
 
 /** `/v1/tasks`: submit, read, list, cancel. Every query is scoped by the caller's tenant (ARCHITECTURE §3.6). */
-export function tasksRoutes(
-  app: Api,
-  store: TaskStore & WaitStore,
-  taskTypes: Registry<TaskType>,
-  urls: CapabilityUrls,
-  metrics?: Metrics,
-  schemaTimeoutMs?: number,
-): void {
+export function tasksRoutes(app: Api, deps: Omit<TaskActionDeps, "log">): void {
   app.post(
     "/v1/tasks",
     {
@@ -43,38 +32,13 @@ export function tasksRoutes(
       }),
     },
     async (req, reply) => {
-      const b = req.body;
-      const { task, created } = await submitTask(
-        { tasks: store, taskTypes, ...(schemaTimeoutMs === undefined ? {} : { schemaTimeoutMs }) },
-        {
-          tenantId: req.tenant.id,
-          type: b.type,
-          input: b.input,
-          clientRequestId: b.client_request_id ?? req.headers["idempotency-key"] ?? null,
-          userId: b.user_id ?? null,
-          traceId: b.trace_id ?? null,
-        },
-      ).catch((err: unknown) => {
-        // The client gets a 422 naming the type; the operator, whose code it is, gets the cause.
-        if (err instanceof LonghaulError && err.code === "TASK_SCHEMA_FAILED") {
-          req.log.warn({ err: err.cause instanceof Error ? err.cause : err, type: b.type }, err.message);
-        }
-        throw err;
-      });
-      if (created) {
-        metrics?.tasksSubmitted.inc({ type: task.type });
-        req.log.info(
-          {
-            task_id: task.id,
-            tenant_id: task.tenantId,
-            type: task.type,
-            user_id: task.userId,
-            trace_id: task.traceId,
-          },
-          "task submitted",
-        );
-      }
-      return reply.status(created ? 202 : 200).send({ task_id: task.id, status: task.status, created });
+      const r = await submitAction(
+        { ...deps, log: req.log },
+        req.tenant.id,
+        req.body,
+        req.headers["idempotency-key"],
+      );
+      return reply.status(r.status).send(r.body);
     },
   );
 
@@ -86,13 +50,7 @@ export function tasksRoutes(
         response: { 200: TaskDetail },
       }),
     },
-    async (req) => {
-      const { detail, decisions } = await getTask(
-        { tasks: store, waits: store },
-        { tenantId: req.tenant.id, taskId: req.params.id },
-      );
-      return taskDetail(detail, { urls, decisions });
-    },
+    async (req) => getTaskAction(deps, req.tenant.id, req.params.id),
   );
 
   app.get(
@@ -103,30 +61,12 @@ export function tasksRoutes(
         response: { 200: TaskPage },
       }),
     },
-    async (req) => {
-      const q = req.query;
-      const page = await listTasks(
-        { tasks: store },
-        {
-          tenantId: req.tenant.id,
-          status: q.status,
-          type: q.type,
-          userId: q.user_id,
-          traceId: q.trace_id,
-          limit: q.limit ?? 50,
-          cursor: q.cursor,
-        },
-      );
-      return { data: page.tasks.map(taskSummary), next_cursor: page.nextCursor };
-    },
+    async (req) => listTasksAction(deps, req.tenant.id, req.query),
   );
 
   app.post(
     "/v1/tasks/:id/cancel",
     { schema: operation("Cancel a task", { params: IdParams, response: { 200: CancelResult } }) },
-    async (req) => {
-      const t = await cancelTask({ tasks: store }, { tenantId: req.tenant.id, taskId: req.params.id });
-      return { task_id: t.id, status: t.status };
-    },
+    async (req) => cancelAction(deps, req.tenant.id, req.params.id),
   );
 }

@@ -1,4 +1,5 @@
 import { type Static, Type } from "typebox";
+import { iso } from "../actions/serialize.ts";
 import type { OutboundSettings } from "../outbound/settings.ts";
 import type { OutboundStore, WebhookDeliveryRow, WebhookEndpointRow } from "../store/store.ts";
 import { createWebhookEndpoint } from "../usecases/create-webhook-endpoint.ts";
@@ -15,7 +16,6 @@ import {
 } from "../wire/outbound.ts";
 import type { Api } from "./api.ts";
 import { operation } from "./openapi.ts";
-import { iso } from "./serialize.ts";
 
 export const endpointJson = (e: WebhookEndpointRow): Static<typeof WebhookEndpoint> => ({
   id: e.id,

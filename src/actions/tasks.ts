@@ -1,0 +1,119 @@
+import type { Logger } from "pino";
+import type { Static } from "typebox";
+import { LonghaulError } from "../core/errors.ts";
+import type { Metrics } from "../metrics/metrics.ts";
+import type { TaskStore, WaitStore } from "../store/store.ts";
+import type { CapabilityUrls } from "../tokens/capability-urls.ts";
+import { cancelTask } from "../usecases/cancel-task.ts";
+import { getTask } from "../usecases/get-task.ts";
+import { listTasks } from "../usecases/list-tasks.ts";
+import { submitTask, type TaskTypeLookup } from "../usecases/submit-task.ts";
+import type {
+  CancelResult,
+  SubmitBody,
+  SubmitResult,
+  TaskDetail,
+  TaskListQuery,
+  TaskPage,
+} from "../wire/tasks.ts";
+import { taskDetail, taskSummary } from "./serialize.ts";
+
+export interface TaskActionDeps {
+  store: TaskStore & WaitStore;
+  taskTypes: TaskTypeLookup;
+  urls: CapabilityUrls;
+  metrics?: Metrics | undefined;
+  /** Told of each task created, and of a task type's schema that failed (the operator's code). */
+  log?: Pick<Logger, "info" | "warn"> | undefined;
+  /** How long a task type's schema may take (`limits.schema_timeout_s`). */
+  schemaTimeoutMs?: number | undefined;
+}
+
+/**
+ * `POST /v1/tasks` without its transport: the body (already checked against `SubmitBody`)
+ * in, the task submitted, the answer out. 202 for a new task, 200 for the one a
+ * `client_request_id` (or an `Idempotency-Key`) already made.
+ */
+export async function submitAction(
+  d: TaskActionDeps,
+  tenantId: string,
+  body: Static<typeof SubmitBody>,
+  idempotencyKey?: string | undefined,
+): Promise<{ status: 200 | 202; body: Static<typeof SubmitResult> }> {
+  const { task, created } = await submitTask(
+    {
+      tasks: d.store,
+      taskTypes: d.taskTypes,
+      ...(d.schemaTimeoutMs === undefined ? {} : { schemaTimeoutMs: d.schemaTimeoutMs }),
+    },
+    {
+      tenantId,
+      type: body.type,
+      input: body.input,
+      clientRequestId: body.client_request_id ?? idempotencyKey ?? null,
+      userId: body.user_id ?? null,
+      traceId: body.trace_id ?? null,
+    },
+  ).catch((err: unknown) => {
+    // The client gets a 422 naming the type; the operator, whose code it is, gets the cause.
+    if (err instanceof LonghaulError && err.code === "TASK_SCHEMA_FAILED") {
+      d.log?.warn({ err: err.cause instanceof Error ? err.cause : err, type: body.type }, err.message);
+    }
+    throw err;
+  });
+  if (created) {
+    d.metrics?.tasksSubmitted.inc({ type: task.type });
+    d.log?.info(
+      {
+        task_id: task.id,
+        tenant_id: task.tenantId,
+        type: task.type,
+        user_id: task.userId,
+        trace_id: task.traceId,
+      },
+      "task submitted",
+    );
+  }
+  return { status: created ? 202 : 200, body: { task_id: task.id, status: task.status, created } };
+}
+
+/** `GET /v1/tasks/:id`: the task with its steps, jobs and a waiting step's links. */
+export async function getTaskAction(
+  d: Pick<TaskActionDeps, "store" | "urls">,
+  tenantId: string,
+  taskId: string,
+): Promise<Static<typeof TaskDetail>> {
+  const { detail, decisions } = await getTask({ tasks: d.store, waits: d.store }, { tenantId, taskId });
+  return taskDetail(detail, { urls: d.urls, decisions });
+}
+
+/** `GET /v1/tasks`: a page of the tenant's tasks, newest first. */
+export async function listTasksAction(
+  d: Pick<TaskActionDeps, "store">,
+  tenantId: string,
+  q: Static<typeof TaskListQuery>,
+): Promise<Static<typeof TaskPage>> {
+  const page = await listTasks(
+    { tasks: d.store },
+    {
+      tenantId,
+      status: q.status,
+      type: q.type,
+      userId: q.user_id,
+      traceId: q.trace_id,
+      limit: q.limit ?? 50,
+      cursor: q.cursor,
+    },
+  );
+  return { data: page.tasks.map(taskSummary), next_cursor: page.nextCursor };
+}
+
+/** `POST /v1/tasks/:id/cancel`. */
+export async function cancelAction(
+  d: Pick<TaskActionDeps, "store">,
+  tenantId: string,
+  taskId: string,
+): Promise<Static<typeof CancelResult>> {
+  const t = await cancelTask({ tasks: d.store }, { tenantId, taskId });
+  return { task_id: t.id, status: t.status };
+}
