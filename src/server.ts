@@ -2,6 +2,7 @@
 // (ARCHITECTURE §5): the engine with its HTTP API, and the stores.
 export { createLonghaul, createLonghaul as longhaul, type Longhaul, type LonghaulOptions } from "./app.ts";
 export type { IdGenerator } from "./core/ids.ts";
+export { errorStatus, httpStatusOf } from "./http/error-status.ts";
 export {
   type ClientAddress,
   type FetchHandler,

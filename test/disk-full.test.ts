@@ -7,6 +7,7 @@ import { after, before, describe, test } from "node:test";
 import { Client } from "pg";
 import { LonghaulError } from "../src/core/errors.ts";
 import { defineTask } from "../src/core/task-type.ts";
+import { httpStatusOf } from "../src/http/error-status.ts";
 import { resourceError, unavailable } from "../src/store/postgres/pool.ts";
 import { PostgresStore } from "../src/store/postgres/postgres-store.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
@@ -327,7 +328,7 @@ const newTask = (tenantId: string, n: number): NewTask => ({
 const isStorageFull = (e: unknown) =>
   e instanceof LonghaulError &&
   e.code === "STORAGE_FULL" &&
-  e.httpStatus === 503 &&
+  httpStatusOf(e) === 503 &&
   e.details?.retry_after_s === 5;
 
 describe("the SQLite store at max_page_count", () => {
@@ -370,7 +371,7 @@ describe("PostgreSQL insufficient-resources errors", () => {
     for (const code of ["53000", "53200", "53300"]) {
       const e = resourceError(pgError(code, "out of memory"));
       assert.equal(e?.code, "STORE_UNAVAILABLE", code);
-      assert.equal(e?.httpStatus, 503);
+      assert.equal(httpStatusOf(e), 503);
       assert.equal(e?.details?.retry_after_s, 5);
     }
     // An unreachable server (connection refused, too many connections at connect) likewise.

@@ -14,6 +14,7 @@ import {
   SignJWT,
 } from "jose";
 import { type ErrorCode, LonghaulError } from "../src/core/errors.ts";
+import { httpStatusOf } from "../src/http/error-status.ts";
 import type { Verified, Verifier } from "../src/ingress/scheme.ts";
 import { buildSource, checkSources, type Source, type SourceConfig } from "../src/ingress/sources.ts";
 
@@ -244,7 +245,7 @@ describe("jwt verification", () => {
     const unreachable = source({ jwks_url: `http://127.0.0.1:${port}/jwks` });
     const err = await check(unreachable, `Bearer ${await token(rsa)}`).catch((e: unknown) => e);
     assert.ok(refusedWith("JWKS_UNAVAILABLE")(err));
-    assert.equal((err as LonghaulError).httpStatus, 503);
+    assert.equal(httpStatusOf(err), 503);
   });
 });
 

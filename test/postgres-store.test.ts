@@ -4,6 +4,7 @@ import { describe, test } from "node:test";
 import { Client } from "pg";
 import { ManualClock } from "../src/core/clock.ts";
 import { LonghaulError } from "../src/core/errors.ts";
+import { httpStatusOf } from "../src/http/error-status.ts";
 import { knownMigrations } from "../src/store/postgres/migrate.ts";
 import { PostgresStore } from "../src/store/postgres/postgres-store.ts";
 import type { Lease, Store, WorkItem } from "../src/store/store.ts";
@@ -409,7 +410,8 @@ if (pgAvailableOrReport(unreachable, "PostgreSQL store tests")) {
           userId: null,
           traceId: null,
         }),
-        (e: unknown) => e instanceof LonghaulError && e.code === "STORE_UNAVAILABLE" && e.httpStatus === 503,
+        (e: unknown) =>
+          e instanceof LonghaulError && e.code === "STORE_UNAVAILABLE" && httpStatusOf(e) === 503,
       );
       await assert.rejects(
         store.migrate(),

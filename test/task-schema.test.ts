@@ -4,6 +4,7 @@ import { LonghaulError } from "../src/core/errors.ts";
 import { toJsonText } from "../src/core/json-input.ts";
 import type { StandardSchemaV1 } from "../src/core/standard-schema.ts";
 import { task } from "../src/core/task-type.ts";
+import { httpStatusOf } from "../src/http/error-status.ts";
 import { type Stack, startStack } from "./stack.ts";
 
 /** A Standard Schema whose validate is `validate`, for schemas that misbehave on purpose. */
@@ -88,7 +89,7 @@ describe("a task type's schema that fails in itself is refused with 422 TASK_SCH
       );
       assert.ok(embedded instanceof LonghaulError);
       assert.equal(embedded.code, "TASK_SCHEMA_FAILED");
-      assert.equal(embedded.httpStatus, 422);
+      assert.equal(httpStatusOf(embedded), 422);
       assert.match(embedded.message, message);
 
       if (type === "test.slow") {

@@ -3,6 +3,7 @@ import { createHmac } from "node:crypto";
 import { test } from "node:test";
 import fc from "fast-check";
 import { type ErrorCode, LonghaulError } from "../src/core/errors.ts";
+import { httpStatusOf } from "../src/http/error-status.ts";
 import { generateTokenKey, Keyring, keyringFromConfig, type TokenKey } from "../src/tokens/keyring.ts";
 import { MAX_TOKEN_LENGTH, mintToken, type TokenClaims, verifyToken } from "../src/tokens/token.ts";
 
@@ -189,7 +190,7 @@ test("a token is valid until the millisecond before its expiry, then TOKEN_EXPIR
       return e as LonghaulError;
     }
   })();
-  assert.equal(err?.httpStatus, 410);
+  assert.equal(httpStatusOf(err), 410);
   assert.match(err?.message ?? "", /ask for a new link/i);
 });
 
@@ -329,7 +330,7 @@ test("claims a token cannot carry are refused at minting", () => {
 });
 
 test("the token failures map to 401, and expiry to 410", () => {
-  const status = (code: ErrorCode) => new LonghaulError(code, "").httpStatus;
+  const status = (code: ErrorCode) => httpStatusOf(new LonghaulError(code, ""));
   assert.equal(status("TOKEN_MALFORMED"), 401);
   assert.equal(status("TOKEN_KEY_UNKNOWN"), 401);
   assert.equal(status("TOKEN_INVALID"), 401);

@@ -1,90 +1,78 @@
 /**
  * One error type with a stable `code`. Codes are promised to users (ARCHITECTURE §6): add new
- * ones, never rename. `httpStatus` is the one table from code to HTTP status. Every code
- * longhaul itself writes anywhere (an HTTP answer, a step, task or delivery error) is here;
- * only codes a provider reports for its own jobs pass through without being listed.
+ * ones, never rename. Every code longhaul itself writes anywhere (an HTTP answer, a step, task
+ * or delivery error) is here; only codes a provider reports for its own jobs pass through
+ * without being listed. What each means over HTTP is the one table in
+ * `src/http/error-status.ts`, which the type checker keeps total.
  */
-export const errorStatus = {
-  BAD_REQUEST: 400,
-  INVALID_JSON: 400,
-  VALIDATION_FAILED: 400,
-  UNAUTHORIZED: 401,
-  SIGNATURE_INVALID: 401,
-  SIGNATURE_MISSING: 401,
-  TIMESTAMP_OUT_OF_TOLERANCE: 401,
-  /** A webhook token that signs no body, seen again with another body: a replay. */
-  TOKEN_REPLAYED: 401,
-  FORBIDDEN: 403,
-  TASK_NOT_FOUND: 404,
-  SOURCE_NOT_FOUND: 404,
-  EVENT_NOT_FOUND: 404,
-  NOT_FOUND: 404,
-  METHOD_NOT_ALLOWED: 405,
-  TASK_TYPE_UNKNOWN: 422,
-  /** The task type's schema threw, timed out, or answered an output JSON cannot carry. */
-  TASK_SCHEMA_FAILED: 422,
-  TASK_NOT_CANCELABLE: 409,
-  IDEMPOTENCY_CONFLICT: 409,
-  PAYLOAD_TOO_LARGE: 413,
-  URL_TOO_LONG: 414,
-  UNSUPPORTED_MEDIA_TYPE: 415,
-  QUOTA_EXCEEDED: 429,
-  BUDGET_EXCEEDED: 429,
-  TENANT_NOT_FOUND: 404,
-  KEY_NOT_FOUND: 404,
-  RATE_LIMITED: 429,
-  STEP_ORDER_MISMATCH: 500,
-  STEP_ID_DUPLICATE: 500,
-  STEP_FAILED: 500,
-  JOB_FAILED: 500,
-  JOB_TIMED_OUT: 504,
-  PROVIDER_UNKNOWN: 500,
-  PROVIDER_ERROR: 502,
-  TASK_FAILED: 500,
-  TASK_CANCELED: 409,
-  SCHEMA_TOO_NEW: 500,
-  LEASE_LOST: 409,
-  TOKEN_USED: 409,
-  DECISION_DUPLICATE: 409,
-  WAIT_CANCELED: 410,
-  STORE_UNAVAILABLE: 503,
-  STORAGE_FULL: 503,
-  CONFIG_INVALID: 500,
-  INTERNAL: 500,
-  JWKS_UNAVAILABLE: 503,
-  TOKEN_MALFORMED: 401,
-  TOKEN_KEY_UNKNOWN: 401,
-  TOKEN_INVALID: 401,
-  TOKEN_EXPIRED: 410,
-  TARGET_FORBIDDEN: 400,
-  WEBHOOK_ENDPOINT_NOT_FOUND: 404,
-  DELIVERY_NOT_FOUND: 404,
-  DELIVERY_NOT_REPLAYABLE: 409,
-  TOO_MANY_STREAMS: 429,
-  LIMIT_REACHED: 409,
-  // Codes below are recorded on steps, tasks or outbound deliveries rather than answered to a
-  // request; the status is the one such a failure would have as an HTTP answer.
-  /** A step's error: its job was canceled at the provider without an error code of its own. */
-  JOB_CANCELED: 409,
-  /** A step's error: a callback, approval, sleep or event wait passed its deadline. */
-  STEP_TIMED_OUT: 504,
-  /** A step's or task's error: task code threw `NonRetriableError`. */
-  NON_RETRIABLE: 500,
-  /** A step's or task's error: task code threw something other than a longhaul error. */
-  TASK_CODE_ERROR: 500,
-  /** A delivery's error: its endpoint secret is sealed under a key this node lacks; retried. */
-  SECRET_UNREADABLE: 500,
-  /** A delivery's error: the endpoint could not be reached (DNS, connect, timeout); retried. */
-  CONNECTION_FAILED: 502,
-  /** A delivery's error: the endpoint answered 410, so it was disabled. */
-  ENDPOINT_GONE: 410,
-  /** A delivery's error: the endpoint answered a redirect, which is never followed; retried. */
-  REDIRECT_REFUSED: 502,
-  /** A delivery's error: the endpoint answered another non-2xx status; retried. */
-  HTTP_STATUS: 502,
-} as const satisfies Record<string, number>;
+export const errorCodes = [
+  "BAD_REQUEST",
+  "INVALID_JSON",
+  "VALIDATION_FAILED",
+  "UNAUTHORIZED",
+  "SIGNATURE_INVALID",
+  "SIGNATURE_MISSING",
+  "TIMESTAMP_OUT_OF_TOLERANCE",
+  "TOKEN_REPLAYED",
+  "FORBIDDEN",
+  "TASK_NOT_FOUND",
+  "SOURCE_NOT_FOUND",
+  "EVENT_NOT_FOUND",
+  "NOT_FOUND",
+  "METHOD_NOT_ALLOWED",
+  "TASK_TYPE_UNKNOWN",
+  "TASK_SCHEMA_FAILED",
+  "TASK_NOT_CANCELABLE",
+  "IDEMPOTENCY_CONFLICT",
+  "PAYLOAD_TOO_LARGE",
+  "URL_TOO_LONG",
+  "UNSUPPORTED_MEDIA_TYPE",
+  "QUOTA_EXCEEDED",
+  "BUDGET_EXCEEDED",
+  "TENANT_NOT_FOUND",
+  "KEY_NOT_FOUND",
+  "RATE_LIMITED",
+  "STEP_ORDER_MISMATCH",
+  "STEP_ID_DUPLICATE",
+  "STEP_FAILED",
+  "JOB_FAILED",
+  "JOB_TIMED_OUT",
+  "PROVIDER_UNKNOWN",
+  "PROVIDER_ERROR",
+  "TASK_FAILED",
+  "TASK_CANCELED",
+  "SCHEMA_TOO_NEW",
+  "LEASE_LOST",
+  "TOKEN_USED",
+  "DECISION_DUPLICATE",
+  "WAIT_CANCELED",
+  "STORE_UNAVAILABLE",
+  "STORAGE_FULL",
+  "CONFIG_INVALID",
+  "INTERNAL",
+  "JWKS_UNAVAILABLE",
+  "TOKEN_MALFORMED",
+  "TOKEN_KEY_UNKNOWN",
+  "TOKEN_INVALID",
+  "TOKEN_EXPIRED",
+  "TARGET_FORBIDDEN",
+  "WEBHOOK_ENDPOINT_NOT_FOUND",
+  "DELIVERY_NOT_FOUND",
+  "DELIVERY_NOT_REPLAYABLE",
+  "TOO_MANY_STREAMS",
+  "LIMIT_REACHED",
+  "JOB_CANCELED",
+  "STEP_TIMED_OUT",
+  "NON_RETRIABLE",
+  "TASK_CODE_ERROR",
+  "SECRET_UNREADABLE",
+  "CONNECTION_FAILED",
+  "ENDPOINT_GONE",
+  "REDIRECT_REFUSED",
+  "HTTP_STATUS",
+] as const;
 
-export type ErrorCode = keyof typeof errorStatus;
+export type ErrorCode = (typeof errorCodes)[number];
 
 export class LonghaulError extends Error {
   override readonly name: string = "LonghaulError";
@@ -99,10 +87,6 @@ export class LonghaulError extends Error {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.details = options?.details;
-  }
-
-  get httpStatus(): number {
-    return errorStatus[this.code];
   }
 }
 

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifySchemaValidationError } from "fastify";
-import { type ErrorCode, errorStatus, LonghaulError } from "../core/errors.ts";
+import { type ErrorCode, LonghaulError } from "../core/errors.ts";
+import { errorStatus } from "./error-status.ts";
 
 /** Fastify's own failures mapped onto our stable codes, so bad input never gets a 5xx. */
 const fastifyCodes: Record<string, [ErrorCode, string]> = {
@@ -85,10 +86,10 @@ export function errorResponse(err: unknown): ErrorResponse {
   if (err instanceof LonghaulError) {
     const retryAfter = err.details?.retry_after_s;
     return {
-      status: err.httpStatus,
+      status: errorStatus[err.code],
       body: errorBody(err.code, err.message),
       ...(typeof retryAfter === "number" ? { retryAfter: String(retryAfter) } : {}),
-      ...(err.httpStatus >= 500 ? { logAs: "request failed" } : {}),
+      ...(errorStatus[err.code] >= 500 ? { logAs: "request failed" } : {}),
     };
   }
   return { status: 500, body: errorBody("INTERNAL", INTERNAL_MESSAGE), logAs: "unexpected error" };
