@@ -4,23 +4,15 @@ import { checkSubmitQuotas } from "../../core/quota.ts";
 import { canMoveTask, isTerminalTask, type TaskStatus } from "../../core/task.ts";
 import { advanceItem, cancelJobItem } from "../../core/work-item.ts";
 import { json } from "../json.ts";
-import {
-  type JobDbRow,
-  type StepDbRow,
-  type TaskDbRow,
-  type TaskEventDbRow,
-  toJob,
-  toStep,
-  toTask,
-  toTaskEvent,
-} from "../rows.ts";
+import { type JobDbRow, type StepDbRow, type TaskDbRow, toJob, toStep, toTask } from "../rows.ts";
 import { pageById } from "../sql/page.ts";
 import type { Dialect, Tx } from "../sql/tx.ts";
-import type { NewTask, TaskDetail, TaskEventRow, TaskQuery, TaskRow } from "../store.ts";
+import type { NewTask, TaskDetail, TaskQuery, TaskRow } from "../store.ts";
 import { countUsage, tasksSubmittedToday, tenant, wakeParked } from "./tenant-ops.ts";
 
 /*
- * Tasks: submit, read, list, cancel, and their event log, written once for both dialects.
+ * Tasks: submit, read, list, cancel, written once for both dialects, and the task lock and
+ * status change every operation on a task shares.
  * Every operation that changes a task's status, steps or jobs first takes the task's row lock
  * (`lockTask`), so two of them on one task run one after the other on PostgreSQL as they do
  * under SQLite's single writer, and cannot deadlock on each other's step or job rows.
@@ -60,13 +52,6 @@ function statusEvent(status: TaskStatus, fields: { output?: unknown; error?: Err
 export async function taskRow(tx: Tx, taskId: string): Promise<TaskRow | null> {
   const r = await tx.get<TaskDbRow>(taskSql.byId, [taskId]);
   return r ? toTask(r) : null;
-}
-
-/** A task's status alone, or null. No locks. */
-export async function taskStatus(tx: Tx, taskId: string): Promise<TaskStatus | null> {
-  return (
-    (await tx.get<{ status: TaskStatus }>("SELECT status FROM tasks WHERE id = ?", [taskId]))?.status ?? null
-  );
 }
 
 /**
@@ -206,32 +191,4 @@ export async function cancelTask(tx: Tx, tenantId: string, taskId: string): Prom
   await setTaskStatus(tx, t, "canceled");
   await wakeParked(tx, tenantId);
   return (await taskRow(tx, taskId))!;
-}
-
-/** The tenant's task events after `afterSeq`, of one task if given. No locks. */
-export async function taskEvents(
-  tx: Tx,
-  tenantId: string,
-  afterSeq: number,
-  limit: number,
-  taskId?: string,
-): Promise<TaskEventRow[]> {
-  const rows = taskId
-    ? await tx.all<TaskEventDbRow>(
-        "SELECT * FROM task_events WHERE tenant_id = ? AND task_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-        [tenantId, taskId, afterSeq, limit],
-      )
-    : await tx.all<TaskEventDbRow>(
-        "SELECT * FROM task_events WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-        [tenantId, afterSeq, limit],
-      );
-  return rows.map(toTaskEvent);
-}
-
-/** The seq of the tenant's newest task event, 0 if none. */
-export async function lastTaskEventSeq(tx: Tx, tenantId: string): Promise<number> {
-  const r = await tx.get<{ s: number | null }>("SELECT MAX(seq) AS s FROM task_events WHERE tenant_id = ?", [
-    tenantId,
-  ]);
-  return r?.s ?? 0;
 }

@@ -47,9 +47,10 @@ import { wakeParked } from "./tenant-ops.ts";
 
 /*
  * Waits: registering a step that waits (a job, a callback, an approval, a signal), and what
- * ends it (callback, decision, signal, timeout), written once for both dialects. Every
- * operation that may end a step takes the task's lock first (`lockTask`); a signal and a wait
- * for it also meet at the signal's lock, taken before the task's.
+ * ends it (callback, decision, signal, timeout), and the signals' retention, written once for
+ * both dialects. Every operation that may end a step takes the task's lock first
+ * (`lockTask`); a signal and a wait for it also meet at the signal's lock, taken before the
+ * task's.
  */
 
 type EndFields = { output?: unknown; error?: ErrorInfo };
@@ -421,4 +422,9 @@ async function timeOutJob(tx: Tx, task: TaskRow, jobId: string): Promise<void> {
   if (job.cancel_on_timeout === true || job.cancel_on_timeout === 1) {
     await tx.enqueue([cancelJobItem(task.tenantId, job.id)]);
   }
+}
+
+/** Deletes signals received before `before`. No locks, no events. */
+export async function pruneSignals(tx: Tx, before: number): Promise<number> {
+  return tx.run("DELETE FROM signals WHERE received_at < ?", [before]);
 }
