@@ -11,15 +11,21 @@ import {
 import { LonghaulError } from "../src/core/errors.ts";
 import { ulidGenerator } from "../src/core/ids.ts";
 import {
+  atProviderJobStatuses,
   canMoveJob,
   isTerminalJob,
   type JobEventType,
   type JobStatus,
   jobEventEffect,
   jobEventTypes,
+  jobMove,
   jobMoves,
   jobStatuses,
+  liveJobStatuses,
+  newJobStatus,
   nextJobStatus,
+  slotHolders,
+  statusOnCreated,
 } from "../src/core/job.ts";
 import {
   canMoveStep,
@@ -209,6 +215,36 @@ describe("job", () => {
     }
     const late = jobEventEffect("timed_out", "sim", { eventId: "e", type: "job.succeeded", jobId: "j" }, 0);
     assert.equal(late.kind, "late", "a result after the deadline is kept, not applied");
+  });
+
+  test("the live states are the table's non-terminal ones; those at the provider, all but the new state", () => {
+    assert.deepEqual(
+      liveJobStatuses,
+      jobStatuses.filter((s) => jobMoves[s].length > 0),
+    );
+    assert.deepEqual(liveJobStatuses, ["pending", "created", "running"]);
+    assert.equal(newJobStatus, "pending");
+    assert.deepEqual(atProviderJobStatuses, ["created", "running"]);
+    assert.deepEqual(slotHolders, { always: ["created", "running"], whenAdmitted: ["pending"] });
+  });
+
+  test("a write of a job move the table refuses is a defect", () => {
+    assert.equal(jobMove("running", "succeeded"), "succeeded");
+    assert.equal(jobMove("pending", "timed_out"), "timed_out");
+    assert.throws(() => jobMove("succeeded", "failed"), /succeeded job cannot move to failed/);
+    assert.throws(() => jobMove("running", "created"));
+  });
+
+  test("a recorded creation moves a new job to what its provider reports, and nothing else", () => {
+    assert.equal(statusOnCreated("pending", "created"), "created");
+    assert.equal(statusOnCreated("pending", "running"), "running");
+    assert.equal(statusOnCreated("pending", "succeeded"), "succeeded", "done before it was known");
+    assert.equal(statusOnCreated("pending", "pending"), "pending");
+    for (const current of jobStatuses.filter((s) => s !== "pending")) {
+      for (const reported of jobStatuses) {
+        assert.equal(statusOnCreated(current, reported), current, `${current} stays, reported ${reported}`);
+      }
+    }
   });
 });
 

@@ -1,5 +1,12 @@
 import type { ErrorInfo } from "../../core/errors.ts";
-import { isTerminalJob, type JobStatus, jobEndCounts, jobEventEffect } from "../../core/job.ts";
+import {
+  isTerminalJob,
+  type JobStatus,
+  jobEndCounts,
+  jobEventEffect,
+  jobMove,
+  statusOnCreated,
+} from "../../core/job.ts";
 import type { ProviderEvent } from "../../core/provider-event.ts";
 import { admitTokens } from "../../core/quota.ts";
 import { applyItem, PARK_MS, pollItem } from "../../core/work-item.ts";
@@ -100,10 +107,13 @@ export async function recordJobCreated(
   const j = (await jobRow(tx, jobId, true))!;
   if (j.external_id !== null) return;
   const now = tx.clock.now();
-  await tx.run(
-    "UPDATE jobs SET external_id = ?, status = CASE WHEN status = 'pending' THEN ? ELSE status END, updated_at = ? WHERE id = ?",
-    [externalId, status, now, jobId],
-  );
+  // Read under the job's lock above, so the status decided from it is still the job's.
+  await tx.run("UPDATE jobs SET external_id = ?, status = ?, updated_at = ? WHERE id = ?", [
+    externalId,
+    statusOnCreated(j.status, status),
+    now,
+    jobId,
+  ]);
   tx.emit(j.tenant_id, j.task_id, "job.created", {
     step_id: j.step_id,
     job_id: jobId,
@@ -146,7 +156,7 @@ async function endJobStep(
     `UPDATE jobs SET status = ?, output = COALESCE(?, output), error = COALESCE(?, error),
        usage = COALESCE(?, usage), reserved_tokens = 0, updated_at = ? WHERE id = ?`,
     [
-      jobStatus,
+      jobMove(j.status, jobStatus),
       fields.output === undefined ? null : json(fields.output),
       fields.error ? json(fields.error) : null,
       fields.usage === undefined ? null : json(fields.usage),
@@ -262,7 +272,7 @@ export async function applyJobEvent(
     case "move":
       await markInbox(tx, inboxId, "applied", seen);
       await tx.run("UPDATE jobs SET status = ?, updated_at = ? WHERE id = ?", [
-        effect.to,
+        jobMove(j.status, effect.to),
         tx.clock.now(),
         j.id,
       ]);

@@ -1,5 +1,5 @@
 import type { ErrorInfo } from "../../core/errors.ts";
-import { isTerminalJob, type JobStatus } from "../../core/job.ts";
+import { isTerminalJob, type JobStatus, jobMove } from "../../core/job.ts";
 import type { StoredStep } from "../../core/replay.ts";
 import { isTerminalTask } from "../../core/task.ts";
 import {
@@ -415,7 +415,11 @@ async function timeOutJob(tx: Tx, task: TaskRow, jobId: string): Promise<void> {
     [jobId],
   );
   if (!job || isTerminalJob(job.status)) return;
-  await tx.run("UPDATE jobs SET status = 'timed_out', updated_at = ? WHERE id = ?", [tx.clock.now(), job.id]);
+  await tx.run("UPDATE jobs SET status = ?, updated_at = ? WHERE id = ?", [
+    jobMove(job.status, "timed_out"),
+    tx.clock.now(),
+    job.id,
+  ]);
   await wakeParked(tx, task.tenantId);
   await tx.run("DELETE FROM work_items WHERE dedupe_key = ? AND status = 'pending'", [`poll:${job.id}`]);
   // A boolean on PostgreSQL, 1 or 0 under SQLite.
