@@ -35,7 +35,14 @@ import {
   stepMoves,
   stepStatuses,
 } from "../src/core/step.ts";
-import { canMoveTask, isTerminalTask, taskMoves, taskStatuses } from "../src/core/task.ts";
+import {
+  cancelCascade,
+  cancelPlan,
+  canMoveTask,
+  isTerminalTask,
+  taskMoves,
+  taskStatuses,
+} from "../src/core/task.ts";
 import { type ApprovalConfig, timeoutEnd } from "../src/core/wait.ts";
 import { canMoveWorkItem, type WorkItemStatus, workItemMoves } from "../src/core/work-item.ts";
 
@@ -107,6 +114,46 @@ describe("task", () => {
       ["failed", "succeeded"],
     ] as const) {
       assert.equal(canMoveTask(from, to), false, `${from} → ${to}`);
+    }
+  });
+
+  test("the cancel plan of a task with a running job and a waiting step", () => {
+    const plan = cancelPlan({ id: "t", status: "waiting" });
+    assert.equal(plan.kind, "cancel");
+    if (plan.kind !== "cancel") return;
+    assert.equal(plan.to, "canceled");
+    const { steps, jobs, stop } = plan.cascade;
+    assert.ok(steps.from.includes("waiting"), "the waiting step is canceled");
+    assert.ok(stop.includes("running"), "the running job is asked to stop");
+    assert.equal(
+      jobs.from.includes("running"),
+      false,
+      "and is not marked canceled before its provider says so",
+    );
+    assert.deepEqual(jobs.from, ["pending"], "a job its provider never created is canceled outright");
+    for (const s of steps.from) assert.ok(canMoveStep(s, steps.to), `step ${s} → canceled`);
+    for (const s of jobs.from) assert.ok(canMoveJob(s, jobs.to), `job ${s} → canceled`);
+  });
+
+  test("the cancel cascade reaches every step and job that has not ended", () => {
+    assert.deepEqual(
+      cancelCascade.steps.from,
+      stepStatuses.filter((s) => stepMoves[s].length > 0),
+    );
+    assert.deepEqual([...cancelCascade.jobs.from, ...cancelCascade.stop].sort(), [...liveJobStatuses].sort());
+  });
+
+  test("a cancel moves a task that has not ended, repeats as nothing, and is refused once it ended", () => {
+    for (const status of taskStatuses) {
+      const task = { id: "t", status };
+      if (status === "canceled") assert.deepEqual(cancelPlan(task), { kind: "unchanged" });
+      else if (isTerminalTask(status)) {
+        assert.throws(
+          () => cancelPlan(task),
+          (e: unknown) => e instanceof LonghaulError && e.code === "TASK_NOT_CANCELABLE",
+          status,
+        );
+      } else assert.equal(cancelPlan(task).kind, "cancel", status);
     }
   });
 });

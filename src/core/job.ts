@@ -46,7 +46,7 @@ export function isTerminalJob(s: JobStatus): boolean {
  * Checks a job move a store operation is about to write; a move the table lacks is a defect,
  * never data to store. Returns `to`.
  */
-export function jobMove(from: JobStatus, to: JobStatus): JobStatus {
+export function jobMove<To extends JobStatus>(from: JobStatus, to: To): To {
   if (!canMoveJob(from, to)) throw new Error(`A ${from} job cannot move to ${to}.`);
   return to;
 }

@@ -1,11 +1,12 @@
 import type { ErrorInfo } from "../../core/errors.ts";
 import { LonghaulError } from "../../core/errors.ts";
 import { checkSubmitQuotas } from "../../core/quota.ts";
-import { canMoveTask, isTerminalTask, type TaskStatus } from "../../core/task.ts";
+import { cancelCascade, cancelPlan, canMoveTask, type TaskStatus } from "../../core/task.ts";
 import { advanceItem, cancelJobItem } from "../../core/work-item.ts";
 import { json } from "../json.ts";
 import { type JobDbRow, type StepDbRow, type TaskDbRow, toJob, toStep, toTask } from "../rows.ts";
 import { pageById } from "../sql/page.ts";
+import { inStates } from "../sql/states.ts";
 import type { Dialect, Tx } from "../sql/tx.ts";
 import type { NewTask, TaskDetail, TaskQuery, TaskRow } from "../store.ts";
 import { countUsage, tasksSubmittedToday, tenant, wakeParked } from "./tenant-ops.ts";
@@ -157,38 +158,35 @@ export async function listTasks(
   return { tasks: page.rows.map(toTask), nextCursor: page.nextCursor };
 }
 
+/** The statements of a cancel's cascade (core's `cancelCascade`), rendered once. */
+const cancelSql = {
+  steps: `UPDATE steps SET status = '${cancelCascade.steps.to}', updated_at = ?
+    WHERE task_id = ? AND ${inStates("status", cancelCascade.steps.from)}`,
+  jobs: `UPDATE jobs SET status = '${cancelCascade.jobs.to}', updated_at = ?
+    WHERE task_id = ? AND ${inStates("status", cancelCascade.jobs.from)}`,
+  stop: `SELECT id FROM jobs WHERE task_id = ? AND ${inStates("status", cancelCascade.stop)} ORDER BY id`,
+};
+
 /**
- * Cancels a task that has not ended: its running and waiting steps and its pending jobs are
- * canceled, its live jobs asked to stop. Locks: the task (`lockTask`). Emits `task.canceled`.
- * Enqueues a `cancel_job` per live job, and wakes the tenant's parked work (a slot is freed).
+ * Cancels a task that has not ended, as core's `cancelPlan` decides: its running and waiting
+ * steps and its pending jobs are canceled, its live jobs asked to stop. Each part of the
+ * cascade is one statement, guarded by the states it moves, under the task's lock. Locks:
+ * the task (`lockTask`). Emits `task.canceled`. Enqueues a `cancel_job` per live job, and
+ * wakes the tenant's parked work (a slot is freed).
  */
 export async function cancelTask(tx: Tx, tenantId: string, taskId: string): Promise<TaskRow> {
   const t = await lockTask(tx, taskId);
   if (!t || t.tenantId !== tenantId)
     throw new LonghaulError("TASK_NOT_FOUND", `No task ${taskId} for this tenant.`);
-  if (t.status === "canceled") return t;
-  if (isTerminalTask(t.status)) {
-    throw new LonghaulError(
-      "TASK_NOT_CANCELABLE",
-      `Task ${taskId} has already ended (${t.status}); it cannot be canceled.`,
-    );
-  }
+  const plan = cancelPlan(t);
+  if (plan.kind === "unchanged") return t;
   const now = tx.clock.now();
-  await tx.run(
-    "UPDATE steps SET status = 'canceled', updated_at = ? WHERE task_id = ? AND status IN ('running', 'waiting')",
-    [now, taskId],
-  );
+  await tx.run(cancelSql.steps, [now, taskId]);
   // A job not yet created at its provider is never created now; a live one is asked to stop.
-  await tx.run(
-    "UPDATE jobs SET status = 'canceled', updated_at = ? WHERE task_id = ? AND status = 'pending'",
-    [now, taskId],
-  );
-  const live = await tx.all<{ id: string }>(
-    "SELECT id FROM jobs WHERE task_id = ? AND status IN ('created', 'running') ORDER BY id",
-    [taskId],
-  );
+  await tx.run(cancelSql.jobs, [now, taskId]);
+  const live = await tx.all<{ id: string }>(cancelSql.stop, [taskId]);
   await tx.enqueue(live.map((j) => cancelJobItem(tenantId, j.id)));
-  await setTaskStatus(tx, t, "canceled");
+  await setTaskStatus(tx, t, plan.to);
   await wakeParked(tx, tenantId);
   return (await taskRow(tx, taskId))!;
 }
