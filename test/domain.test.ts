@@ -44,7 +44,13 @@ import {
   taskStatuses,
 } from "../src/core/task.ts";
 import { type ApprovalConfig, timeoutEnd } from "../src/core/wait.ts";
-import { canMoveWorkItem, type WorkItemStatus, workItemMoves } from "../src/core/work-item.ts";
+import {
+  afterFailure,
+  canMoveWorkItem,
+  type WorkItemStatus,
+  workItemMove,
+  workItemMoves,
+} from "../src/core/work-item.ts";
 
 // The transition tables of the domain (ARCHITECTURE §3.3): each states which state may move
 // to which, the terminal states are those with no moves, and the rules that decide a move
@@ -374,6 +380,33 @@ describe("work item", () => {
     assert.equal(canMoveWorkItem("pending", "dead"), false, "only a leased item is dead-lettered");
     assert.equal(canMoveWorkItem("dead", "pending"), false);
     assert.equal(canMoveWorkItem("dead", "leased"), false);
+  });
+
+  test("after a failed attempt an item is due again, and dead after its last attempt", () => {
+    assert.deepEqual(afterFailure({ status: "leased", attempts: 1, maxAttempts: 3 }, 500), {
+      to: "pending",
+      runAt: 500,
+    });
+    assert.deepEqual(afterFailure({ status: "leased", attempts: 2, maxAttempts: 3 }, 500), {
+      to: "pending",
+      runAt: 500,
+    });
+    assert.deepEqual(afterFailure({ status: "leased", attempts: 3, maxAttempts: 3 }, 500), { to: "dead" });
+    assert.deepEqual(
+      afterFailure({ status: "leased", attempts: 4, maxAttempts: 3 }, 500),
+      { to: "dead" },
+      "an item that had more attempts than it may (its maximum lowered) is dead too",
+    );
+  });
+
+  test("only a leased item fails or is dead-lettered: a write the table refuses is a defect", () => {
+    assert.throws(
+      () => afterFailure({ status: "pending", attempts: 3, maxAttempts: 3 }, 0),
+      /pending work item/,
+    );
+    assert.throws(() => afterFailure({ status: "dead", attempts: 1, maxAttempts: 3 }, 0), /dead work item/);
+    assert.equal(workItemMove("leased", "pending"), "pending");
+    assert.throws(() => workItemMove("pending", "dead"));
   });
 });
 

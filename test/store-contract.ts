@@ -132,6 +132,22 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
       await store.close();
     });
 
+    test("an expired lease of an item's last attempt sends it to the dead letter", async () => {
+      const { store, clock } = await setup();
+      await store.enqueue([{ kind: "cancel_job", tenantId: null, payload: {}, maxAttempts: 1 }]);
+      const { lease } = await claimOne(store, "w1", 1000);
+      clock.advance(1001);
+      assert.equal(await store.recoverExpiredLeases(), 1);
+      assert.equal((await store.claim("w2", 10, 1000)).length, 0);
+      const dead = await store.deadItems(10);
+      assert.deepEqual(
+        dead.map((d) => [d.status, d.lastError]),
+        [["dead", "lease of w1 expired"]],
+      );
+      await rejectsCode(store.complete(lease), "LEASE_LOST");
+      await store.close();
+    });
+
     test("items with one concurrency key are never leased at the same time", async () => {
       const { store, tenant } = await setup();
       const { task } = await submit(store, tenant.id);
