@@ -28,6 +28,14 @@ import {
   statusOnCreated,
 } from "../src/core/job.ts";
 import {
+  admissionLocks,
+  admitJob,
+  countsSlots,
+  type Quotas,
+  type TenantRow,
+  taskStart,
+} from "../src/core/quota.ts";
+import {
   canMoveStep,
   type StepKind,
   type StepRow,
@@ -407,6 +415,69 @@ describe("work item", () => {
     assert.throws(() => afterFailure({ status: "dead", attempts: 1, maxAttempts: 3 }, 0), /dead work item/);
     assert.equal(workItemMove("leased", "pending"), "pending");
     assert.throws(() => workItemMove("pending", "dead"));
+  });
+});
+
+describe("quota admission", () => {
+  const tenant = (quotas: Quotas, used = 0, reserved = 0): TenantRow => ({
+    id: "tn",
+    name: "acme",
+    createdAt: 0,
+    quotas,
+    tokensUsed: used,
+    tokensThisPeriod: used,
+    tokensReserved: reserved,
+    budgetPeriodStart: "2026-01-01",
+  });
+
+  test("a new task starts unless its tenant is at its job limit or over budget under park", () => {
+    assert.equal(taskStart(null, 0), "started", "no tenant row: no quotas");
+    assert.equal(taskStart(tenant({}), 100), "started");
+    assert.equal(taskStart(tenant({ max_concurrent_jobs: 2 }), 1), "started");
+    assert.equal(taskStart(tenant({ max_concurrent_jobs: 2 }), 2), "parked");
+    assert.equal(taskStart(tenant({ token_budget: 10 }, 10), 0), "parked", "park is the default policy");
+    assert.equal(
+      taskStart(tenant({ token_budget: 10, budget_policy: "reject" }, 10), 0),
+      "started",
+      "under reject its jobs are refused instead",
+    );
+  });
+
+  test("a job is admitted by the budget first, then by a free slot", () => {
+    assert.deepEqual(admitJob(null, 50, 0), { verdict: "ok", reserve: 0 });
+    assert.deepEqual(admitJob(tenant({}), 50, 9), { verdict: "ok", reserve: 0 }, "no budget: nothing held");
+    assert.deepEqual(admitJob(tenant({ token_budget: 100 }), 50, 0), { verdict: "ok", reserve: 50 });
+    assert.deepEqual(admitJob(tenant({ max_concurrent_jobs: 1 }), null, 1), { verdict: "parked" });
+    assert.deepEqual(admitJob(tenant({ token_budget: 10 }, 10), null, 0), { verdict: "parked" });
+    assert.deepEqual(admitJob(tenant({ token_budget: 10, budget_policy: "reject" }, 10), null, 0), {
+      verdict: "rejected",
+    });
+  });
+
+  test("slots in use only ever make a verdict worse, so they need counting only when it is still open", () => {
+    const quotas: Quotas[] = [
+      {},
+      { max_concurrent_jobs: 0 },
+      { max_concurrent_jobs: 2 },
+      { token_budget: 10 },
+      { token_budget: 10, budget_policy: "reject" },
+      { token_budget: 10, max_concurrent_jobs: 2 },
+    ];
+    for (const q of quotas) {
+      for (const used of [0, 10]) {
+        const t = tenant(q, used);
+        assert.equal(countsSlots(q), q.max_concurrent_jobs != null);
+        assert.equal(admissionLocks(q), q.max_concurrent_jobs != null || q.token_budget != null);
+        for (const n of [0, 1, 2, 3]) {
+          if (taskStart(t, 0) !== "started")
+            assert.equal(taskStart(t, n), taskStart(t, 0), JSON.stringify(q));
+          const atZero = admitJob(t, 5, 0);
+          if (atZero.verdict !== "ok") assert.deepEqual(admitJob(t, 5, n), atZero, JSON.stringify(q));
+          if (!countsSlots(q))
+            assert.deepEqual(admitJob(t, 5, n), atZero, "no job limit: slots do not count");
+        }
+      }
+    }
   });
 });
 

@@ -1,4 +1,4 @@
-import { overBudget } from "../../core/quota.ts";
+import { countsSlots, taskStart } from "../../core/quota.ts";
 import type { RunOutcome, StoredStep } from "../../core/replay.ts";
 import { isTerminalTask, type TaskStatus } from "../../core/task.ts";
 import { advanceItem, PARK_MS } from "../../core/work-item.ts";
@@ -37,7 +37,8 @@ export async function taskStatus(tx: Tx, taskId: string): Promise<TaskStatus | n
 /**
  * Marks a non-terminal task running. Locks: the task. Emits `task.running` when it moves.
  * `ended`: the task has ended and the item is deleted. `parked`: a new task of a tenant at its
- * job limit (or over a parking budget) waits as pending, its item given back (ARCHITECTURE §4.6).
+ * job limit (or over a parking budget) waits as pending, its item given back (core's
+ * `taskStart`, ARCHITECTURE §4.6).
  */
 export async function beginAdvance(
   tx: Tx,
@@ -50,7 +51,7 @@ export async function beginAdvance(
     await removeItem(tx, lease);
     return "ended";
   }
-  if (task.status === "pending" && !(await hasRoom(tx, task.tenantId))) {
+  if (task.status === "pending" && (await startVerdict(tx, task.tenantId)) === "parked") {
     await park(tx, lease, tx.clock.now() + PARK_MS);
     return "parked";
   }
@@ -58,12 +59,11 @@ export async function beginAdvance(
   return "started";
 }
 
-async function hasRoom(tx: Tx, tenantId: string): Promise<boolean> {
+/** Core's `taskStart` for a new task of the tenant, its slots counted only when they can decide. */
+async function startVerdict(tx: Tx, tenantId: string): Promise<"started" | "parked"> {
   const t = await tenant(tx, tenantId);
-  if (!t) return true;
-  const q = t.quotas;
-  if (q.budget_policy !== "reject" && overBudget(q, t.tokensThisPeriod)) return false;
-  return q.max_concurrent_jobs == null || (await slotsInUse(tx, tenantId)) < q.max_concurrent_jobs;
+  const counted = t !== null && countsSlots(t.quotas) && taskStart(t, 0) === "started";
+  return taskStart(t, counted ? await slotsInUse(tx, tenantId) : 0);
 }
 
 /**

@@ -8,7 +8,7 @@ import {
   statusOnCreated,
 } from "../../core/job.ts";
 import type { ProviderEvent } from "../../core/provider-event.ts";
-import { admitTokens } from "../../core/quota.ts";
+import { admissionLocks, admitJob, countsSlots } from "../../core/quota.ts";
 import { applyItem, PARK_MS, pollItem } from "../../core/work-item.ts";
 import { json } from "../json.ts";
 import { type DbFlag, type JobDbRow, toJob } from "../rows.ts";
@@ -34,10 +34,11 @@ export async function getJob(tx: Tx, jobId: string): Promise<JobRow | null> {
 }
 
 /**
- * Admits a job under its tenant's quotas before it is created at the provider. `ok`: go on
- * (the job now holds a slot). `parked`: the dispatch item waits, woken when a slot frees.
- * `rejected`: the tenant's token budget of this period is spent, with the `reject` policy.
- * Under a token budget the job reserves its declared max tokens (see `admitTokens`).
+ * Admits a job under its tenant's quotas before it is created at the provider, as core's
+ * `admitJob` decides from the tenant read under its slot lock. `ok`: go on (the job now
+ * holds a slot). `parked`: the dispatch item waits, woken when a slot frees. `rejected`: the
+ * tenant's token budget of this period is spent, with the `reject` policy. Under a token
+ * budget the job reserves its declared max tokens (see `admitTokens`).
  * Locks: the tenant's `job_slots` key when it has a quota, so two admissions never both take
  * its last free slot or both fit in the budget's last tokens. Emits nothing.
  */
@@ -53,23 +54,20 @@ export async function acquireJobSlot(
   );
   if (!known || known.slot) return "ok";
   let t = await tenant(tx, known.tenant_id);
-  const q = t?.quotas ?? {};
-  if (q.max_concurrent_jobs != null || q.token_budget != null) {
+  if (t && admissionLocks(t.quotas)) {
     await lockSlots(tx, known.tenant_id);
     // Read again under the lock: another admission may just have taken a slot or reserved tokens.
     t = await tenant(tx, known.tenant_id);
   }
-  const tokens = t ? admitTokens(t, known.max_tokens) : { verdict: "ok" as const, reserve: 0 };
-  if (tokens.verdict !== "ok") {
-    if (tokens.verdict === "parked") await park(tx, lease, tx.clock.now() + PARK_MS);
-    return tokens.verdict;
-  }
-  if (q.max_concurrent_jobs != null && (await slotsInUse(tx, known.tenant_id)) >= q.max_concurrent_jobs) {
-    await park(tx, lease, tx.clock.now() + PARK_MS);
-    return "parked";
+  // The slots in use only ever make the verdict worse: counted only when they can decide it.
+  const counted = t !== null && countsSlots(t.quotas) && admitJob(t, known.max_tokens, 0).verdict === "ok";
+  const admitted = admitJob(t, known.max_tokens, counted ? await slotsInUse(tx, known.tenant_id) : 0);
+  if (admitted.verdict !== "ok") {
+    if (admitted.verdict === "parked") await park(tx, lease, tx.clock.now() + PARK_MS);
+    return admitted.verdict;
   }
   await tx.run(`UPDATE jobs SET slot = ${tx.d.true}, reserved_tokens = ? WHERE id = ?`, [
-    tokens.reserve,
+    admitted.reserve,
     jobId,
   ]);
   return "ok";
