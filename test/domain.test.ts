@@ -37,11 +37,14 @@ import {
 } from "../src/core/quota.ts";
 import {
   canMoveStep,
+  runOutcomes,
   type StepKind,
   type StepRow,
+  stepGuard,
   stepKinds,
   stepMoves,
   stepStatuses,
+  waitEnds,
 } from "../src/core/step.ts";
 import {
   cancelCascade,
@@ -189,6 +192,19 @@ describe("step", () => {
     assert.equal(canMoveStep("running", "waiting"), false);
     assert.equal(canMoveStep("waiting", "running"), false);
     assert.equal(canMoveStep("timed_out", "succeeded"), false, "a late result is never applied");
+  });
+
+  test("a statement's guard is the states that have not ended and may take each of its outcomes", () => {
+    assert.deepEqual(stepGuard(runOutcomes), ["running"], "a run outcome overwrites only a running step");
+    assert.deepEqual(stepGuard(waitEnds), ["waiting"], "a wait's end moves only a waiting step");
+    assert.deepEqual(stepGuard(["canceled"]), ["running", "waiting"]);
+    for (const outcomes of [runOutcomes, waitEnds, ["canceled"] as const]) {
+      for (const from of stepGuard(outcomes)) {
+        assert.ok(stepMoves[from].length > 0, `${from} has not ended`);
+        for (const to of outcomes) assert.ok(from === to || canMoveStep(from, to), `${from} → ${to}`);
+      }
+    }
+    assert.throws(() => stepGuard(["running", "timed_out"]), /No step state/);
   });
 
   test("a waiting step's deadline ends it by a move the table allows", () => {

@@ -45,6 +45,12 @@ export function stepGuard(outcomes: readonly StepStatus[]): StepStatus[] {
   return guard;
 }
 
+/** What storing a `step.run` attempt writes: its end, or `running` again for a retry. */
+export const runOutcomes = ["running", "succeeded", "failed"] as const satisfies readonly StepStatus[];
+
+/** How a wait ends (ARCHITECTURE §4.4): its answer, a failure, or its deadline. */
+export const waitEnds = ["succeeded", "failed", "timed_out"] as const satisfies readonly StepStatus[];
+
 /** A step as stored: the memo that replay reads. */
 export interface StoredStep {
   stepId: string;

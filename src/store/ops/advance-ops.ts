@@ -1,9 +1,11 @@
 import { countsSlots, taskStart } from "../../core/quota.ts";
 import type { RunOutcome, StoredStep } from "../../core/replay.ts";
+import { runOutcomes, stepGuard } from "../../core/step.ts";
 import { isTerminalTask, type TaskStatus } from "../../core/task.ts";
 import { advanceItem, PARK_MS } from "../../core/work-item.ts";
 import { json } from "../json.ts";
 import { type StepDbRow, toStep } from "../rows.ts";
+import { inStates } from "../sql/states.ts";
 import type { Tx } from "../sql/tx.ts";
 import type { AdvanceResult, Lease, TaskRow } from "../store.ts";
 import { assertLease, park, removeItem } from "./queue-ops.ts";
@@ -15,6 +17,16 @@ import { slotsInUse, tenant } from "./tenant-ops.ts";
  * its tenant's job limit, §4.6), the `step.run` outcomes it stores and its end. Every write
  * asserts its lease first, then takes the task's lock.
  */
+
+/**
+ * Stores a `step.run` attempt over a step the table lets take each of its outcomes (core's
+ * `stepGuard`): a running one; a stored end is final.
+ */
+const storeRunSql = `INSERT INTO steps (task_id, step_id, position, kind, status, output, error, attempts, created_at, updated_at)
+     VALUES (?, ?, ?, 'run', ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (task_id, step_id) DO UPDATE SET status = excluded.status, output = excluded.output,
+       error = excluded.error, attempts = excluded.attempts, updated_at = excluded.updated_at
+     WHERE ${inStates("steps.status", stepGuard(runOutcomes))}`;
 
 /** A task with the steps it has stored, in order, for replay. No locks. */
 export async function loadForAdvance(
@@ -74,24 +86,17 @@ export async function storeRunOutcome(tx: Tx, lease: Lease, taskId: string, o: R
   await assertLease(tx, lease);
   const task = (await lockTask(tx, taskId))!;
   const now = tx.clock.now();
-  const changed = await tx.run(
-    `INSERT INTO steps (task_id, step_id, position, kind, status, output, error, attempts, created_at, updated_at)
-     VALUES (?, ?, ?, 'run', ?, ?, ?, ?, ?, ?)
-     ON CONFLICT (task_id, step_id) DO UPDATE SET status = excluded.status, output = excluded.output,
-       error = excluded.error, attempts = excluded.attempts, updated_at = excluded.updated_at
-     WHERE steps.status = 'running'`,
-    [
-      taskId,
-      o.stepId,
-      o.position,
-      o.status,
-      o.status === "succeeded" ? json(o.output) : null,
-      o.status === "succeeded" ? null : json(o.error),
-      o.attempts,
-      now,
-      now,
-    ],
-  );
+  const changed = await tx.run(storeRunSql, [
+    taskId,
+    o.stepId,
+    o.position,
+    o.status,
+    o.status === "succeeded" ? json(o.output) : null,
+    o.status === "succeeded" ? null : json(o.error),
+    o.attempts,
+    now,
+    now,
+  ]);
   if (changed > 0 && o.status !== "running") {
     tx.emit(task.tenantId, taskId, `step.${o.status}`, { step_id: o.stepId, kind: "run" });
   }

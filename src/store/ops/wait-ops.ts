@@ -1,6 +1,7 @@
 import type { ErrorInfo } from "../../core/errors.ts";
 import { isTerminalJob, type JobStatus, jobMove } from "../../core/job.ts";
 import type { StoredStep } from "../../core/replay.ts";
+import { stepGuard, waitEnds } from "../../core/step.ts";
 import { isTerminalTask } from "../../core/task.ts";
 import {
   ANONYMOUS_APPROVER,
@@ -29,6 +30,7 @@ import {
   toApprovalDecision,
   toStep,
 } from "../rows.ts";
+import { inStates } from "../sql/states.ts";
 import type { Tx } from "../sql/tx.ts";
 import type {
   ApprovalDecisionInput,
@@ -55,10 +57,10 @@ import { wakeParked } from "./tenant-ops.ts";
 
 type EndFields = { output?: unknown; error?: ErrorInfo };
 
-/** The statements of `endWait`. */
+/** The statements of `endWait`; `end` moves only a step the table lets take each of a wait's ends (`stepGuard`). */
 const waitSql = {
   end: `UPDATE steps SET status = ?, output = ?, error = ?, updated_at = ?
-      WHERE task_id = ? AND step_id = ? AND status = 'waiting'`,
+      WHERE task_id = ? AND step_id = ? AND ${inStates("status", stepGuard(waitEnds))}`,
   dropSubscription: "DELETE FROM event_waits WHERE task_id = ? AND step_id = ?",
   dropTimers: (n: number) =>
     `DELETE FROM work_items WHERE status = 'pending' AND dedupe_key IN (${Array(n).fill("?").join(", ")})`,
@@ -195,7 +197,7 @@ export async function endWait(
   tx: Tx,
   task: TaskRow,
   stepId: string,
-  status: "succeeded" | "failed" | "timed_out",
+  status: (typeof waitEnds)[number],
   fields: EndFields,
 ): Promise<boolean> {
   const changed = await tx.run(waitSql.end, endParams(tx.clock.now(), task.id, stepId, status, fields));
