@@ -57,10 +57,13 @@ import { wakeParked } from "./tenant-ops.ts";
 
 type EndFields = { output?: unknown; error?: ErrorInfo };
 
-/** The statements of `endWait`; `end` moves only a step the table lets take each of a wait's ends (`stepGuard`). */
+/** The states a wait's end may move (core's `stepGuard`): a step in them still waits. */
+const waitGuard = stepGuard(waitEnds);
+
+/** The statements of `endWait`; `end` moves only a step that still waits (`waitGuard`). */
 const waitSql = {
   end: `UPDATE steps SET status = ?, output = ?, error = ?, updated_at = ?
-      WHERE task_id = ? AND step_id = ? AND ${inStates("status", stepGuard(waitEnds))}`,
+      WHERE task_id = ? AND step_id = ? AND ${inStates("status", waitGuard)}`,
   dropSubscription: "DELETE FROM event_waits WHERE task_id = ? AND step_id = ?",
   dropTimers: (n: number) =>
     `DELETE FROM work_items WHERE status = 'pending' AND dedupe_key IN (${Array(n).fill("?").join(", ")})`,
@@ -388,7 +391,7 @@ export async function fireReminder(
   await removeItem(tx, lease);
   const task = await lockTask(tx, taskId);
   const step = await stepRow(tx, taskId, stepId);
-  if (!task || !step || step.status !== "waiting" || isTerminalTask(task.status)) return false;
+  if (!task || !step || !waitGuard.includes(step.status) || isTerminalTask(task.status)) return false;
   const event = reminderEvent(step, type);
   tx.emit(task.tenantId, taskId, event.type, event.data);
   return true;
@@ -404,7 +407,7 @@ export async function fireTimeout(tx: Tx, lease: Lease, taskId: string, stepId: 
   await removeItem(tx, lease);
   const task = await lockTask(tx, taskId);
   const step = await stepRow(tx, taskId, stepId);
-  if (!task || !step || step.status !== "waiting") return false;
+  if (!task || !step || !waitGuard.includes(step.status)) return false;
   if (step.kind === "job" && step.jobId !== null) await timeOutJob(tx, task, step.jobId);
   const end = timeoutEnd(step);
   return end ? endWait(tx, task, stepId, end.status, end.fields) : false;
