@@ -13,10 +13,10 @@ import { countUsage, tasksSubmittedToday, tenant, wakeParked } from "./tenant-op
 
 /*
  * Tasks: submit, read, list, cancel, written once for both dialects, and the task lock and
- * status change every operation on a task shares.
- * Every operation that changes a task's status, steps or jobs first takes the task's row lock
- * (`lockTask`), so two of them on one task run one after the other on PostgreSQL as they do
- * under SQLite's single writer, and cannot deadlock on each other's step or job rows.
+ * status change every operation on a task shares. Every operation that changes a task's
+ * status, steps or jobs first takes the task's row lock (`lockTask`), so two of them on one
+ * task run one after the other on PostgreSQL as they do under SQLite's single writer, and
+ * cannot deadlock on each other's step or job rows.
  */
 
 /** The statements a task's status change is read and written with. */
