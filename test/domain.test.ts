@@ -11,31 +11,57 @@ import {
 import { LonghaulError } from "../src/core/errors.ts";
 import { ulidGenerator } from "../src/core/ids.ts";
 import {
+  atProviderJobStatuses,
   canMoveJob,
   isTerminalJob,
   type JobEventType,
   type JobStatus,
   jobEventEffect,
   jobEventTypes,
+  jobMove,
   jobMoves,
   jobStatuses,
+  liveJobStatuses,
+  newJobStatus,
   nextJobStatus,
+  slotHolders,
+  statusOnCreated,
 } from "../src/core/job.ts";
 import {
+  admissionLocks,
+  admitJob,
+  countsSlots,
+  type Quotas,
+  type TenantRow,
+  taskStart,
+} from "../src/core/quota.ts";
+import {
   canMoveStep,
+  runOutcomes,
   type StepKind,
   type StepRow,
+  stepGuard,
   stepKinds,
   stepMoves,
   stepStatuses,
+  waitEnds,
 } from "../src/core/step.ts";
-import { canMoveTask, isTerminalTask, taskMoves, taskStatuses } from "../src/core/task.ts";
+import {
+  cancelCascade,
+  cancelPlan,
+  canMoveTask,
+  isTerminalTask,
+  taskMoves,
+  taskStatuses,
+} from "../src/core/task.ts";
 import { type ApprovalConfig, timeoutEnd } from "../src/core/wait.ts";
 import {
+  afterFailure,
   canMoveWorkItem,
   typedWorkItem,
   type WorkItem,
   type WorkItemStatus,
+  workItemMove,
   workItemMoves,
 } from "../src/core/work-item.ts";
 
@@ -109,6 +135,46 @@ describe("task", () => {
       assert.equal(canMoveTask(from, to), false, `${from} → ${to}`);
     }
   });
+
+  test("the cancel plan of a task with a running job and a waiting step", () => {
+    const plan = cancelPlan({ id: "t", status: "waiting" });
+    assert.equal(plan.kind, "cancel");
+    if (plan.kind !== "cancel") return;
+    assert.equal(plan.to, "canceled");
+    const { steps, jobs, stop } = plan.cascade;
+    assert.ok(steps.from.includes("waiting"), "the waiting step is canceled");
+    assert.ok(stop.includes("running"), "the running job is asked to stop");
+    assert.equal(
+      jobs.from.includes("running"),
+      false,
+      "and is not marked canceled before its provider says so",
+    );
+    assert.deepEqual(jobs.from, ["pending"], "a job its provider never created is canceled outright");
+    for (const s of steps.from) assert.ok(canMoveStep(s, steps.to), `step ${s} → canceled`);
+    for (const s of jobs.from) assert.ok(canMoveJob(s, jobs.to), `job ${s} → canceled`);
+  });
+
+  test("the cancel cascade reaches every step and job that has not ended", () => {
+    assert.deepEqual(
+      cancelCascade.steps.from,
+      stepStatuses.filter((s) => stepMoves[s].length > 0),
+    );
+    assert.deepEqual([...cancelCascade.jobs.from, ...cancelCascade.stop].sort(), [...liveJobStatuses].sort());
+  });
+
+  test("a cancel moves a task that has not ended, repeats as nothing, and is refused once it ended", () => {
+    for (const status of taskStatuses) {
+      const task = { id: "t", status };
+      if (status === "canceled") assert.deepEqual(cancelPlan(task), { kind: "unchanged" });
+      else if (isTerminalTask(status)) {
+        assert.throws(
+          () => cancelPlan(task),
+          (e: unknown) => e instanceof LonghaulError && e.code === "TASK_NOT_CANCELABLE",
+          status,
+        );
+      } else assert.equal(cancelPlan(task).kind, "cancel", status);
+    }
+  });
 });
 
 describe("step", () => {
@@ -128,6 +194,19 @@ describe("step", () => {
     assert.equal(canMoveStep("running", "waiting"), false);
     assert.equal(canMoveStep("waiting", "running"), false);
     assert.equal(canMoveStep("timed_out", "succeeded"), false, "a late result is never applied");
+  });
+
+  test("a statement's guard is the states that have not ended and may take each of its outcomes", () => {
+    assert.deepEqual(stepGuard(runOutcomes), ["running"], "a run outcome overwrites only a running step");
+    assert.deepEqual(stepGuard(waitEnds), ["waiting"], "a wait's end moves only a waiting step");
+    assert.deepEqual(stepGuard(["canceled"]), ["running", "waiting"]);
+    for (const outcomes of [runOutcomes, waitEnds, ["canceled"] as const]) {
+      for (const from of stepGuard(outcomes)) {
+        assert.ok(stepMoves[from].length > 0, `${from} has not ended`);
+        for (const to of outcomes) assert.ok(from === to || canMoveStep(from, to), `${from} → ${to}`);
+      }
+    }
+    assert.throws(() => stepGuard(["running", "timed_out"]), /No step state/);
   });
 
   test("a waiting step's deadline ends it by a move the table allows", () => {
@@ -215,6 +294,36 @@ describe("job", () => {
     }
     const late = jobEventEffect("timed_out", "sim", { eventId: "e", type: "job.succeeded", jobId: "j" }, 0);
     assert.equal(late.kind, "late", "a result after the deadline is kept, not applied");
+  });
+
+  test("the live states are the table's non-terminal ones; those at the provider, all but the new state", () => {
+    assert.deepEqual(
+      liveJobStatuses,
+      jobStatuses.filter((s) => jobMoves[s].length > 0),
+    );
+    assert.deepEqual(liveJobStatuses, ["pending", "created", "running"]);
+    assert.equal(newJobStatus, "pending");
+    assert.deepEqual(atProviderJobStatuses, ["created", "running"]);
+    assert.deepEqual(slotHolders, { always: ["created", "running"], whenAdmitted: ["pending"] });
+  });
+
+  test("a write of a job move the table refuses is a defect", () => {
+    assert.equal(jobMove("running", "succeeded"), "succeeded");
+    assert.equal(jobMove("pending", "timed_out"), "timed_out");
+    assert.throws(() => jobMove("succeeded", "failed"), /succeeded job cannot move to failed/);
+    assert.throws(() => jobMove("running", "created"));
+  });
+
+  test("a recorded creation moves a new job to what its provider reports, and nothing else", () => {
+    assert.equal(statusOnCreated("pending", "created"), "created");
+    assert.equal(statusOnCreated("pending", "running"), "running");
+    assert.equal(statusOnCreated("pending", "succeeded"), "succeeded", "done before it was known");
+    assert.equal(statusOnCreated("pending", "pending"), "pending");
+    for (const current of jobStatuses.filter((s) => s !== "pending")) {
+      for (const reported of jobStatuses) {
+        assert.equal(statusOnCreated(current, reported), current, `${current} stays, reported ${reported}`);
+      }
+    }
   });
 });
 
@@ -343,6 +452,96 @@ describe("work item", () => {
       );
     }
     assert.throws(() => typedWorkItem(stored("frob", {})), /unknown kind "frob"/);
+  });
+
+  test("after a failed attempt an item is due again, and dead after its last attempt", () => {
+    assert.deepEqual(afterFailure({ status: "leased", attempts: 1, maxAttempts: 3 }, 500), {
+      to: "pending",
+      runAt: 500,
+    });
+    assert.deepEqual(afterFailure({ status: "leased", attempts: 2, maxAttempts: 3 }, 500), {
+      to: "pending",
+      runAt: 500,
+    });
+    assert.deepEqual(afterFailure({ status: "leased", attempts: 3, maxAttempts: 3 }, 500), { to: "dead" });
+    assert.deepEqual(
+      afterFailure({ status: "leased", attempts: 4, maxAttempts: 3 }, 500),
+      { to: "dead" },
+      "an item that had more attempts than it may (its maximum lowered) is dead too",
+    );
+  });
+
+  test("only a leased item fails or is dead-lettered: a write the table refuses is a defect", () => {
+    assert.throws(
+      () => afterFailure({ status: "pending", attempts: 3, maxAttempts: 3 }, 0),
+      /pending work item/,
+    );
+    assert.throws(() => afterFailure({ status: "dead", attempts: 1, maxAttempts: 3 }, 0), /dead work item/);
+    assert.equal(workItemMove("leased", "pending"), "pending");
+    assert.throws(() => workItemMove("pending", "dead"));
+  });
+});
+
+describe("quota admission", () => {
+  const tenant = (quotas: Quotas, used = 0, reserved = 0): TenantRow => ({
+    id: "tn",
+    name: "acme",
+    createdAt: 0,
+    quotas,
+    tokensUsed: used,
+    tokensThisPeriod: used,
+    tokensReserved: reserved,
+    budgetPeriodStart: "2026-01-01",
+  });
+
+  test("a new task starts unless its tenant is at its job limit or over budget under park", () => {
+    assert.equal(taskStart(null, 0), "started", "no tenant row: no quotas");
+    assert.equal(taskStart(tenant({}), 100), "started");
+    assert.equal(taskStart(tenant({ max_concurrent_jobs: 2 }), 1), "started");
+    assert.equal(taskStart(tenant({ max_concurrent_jobs: 2 }), 2), "parked");
+    assert.equal(taskStart(tenant({ token_budget: 10 }, 10), 0), "parked", "park is the default policy");
+    assert.equal(
+      taskStart(tenant({ token_budget: 10, budget_policy: "reject" }, 10), 0),
+      "started",
+      "under reject its jobs are refused instead",
+    );
+  });
+
+  test("a job is admitted by the budget first, then by a free slot", () => {
+    assert.deepEqual(admitJob(null, 50, 0), { verdict: "ok", reserve: 0 });
+    assert.deepEqual(admitJob(tenant({}), 50, 9), { verdict: "ok", reserve: 0 }, "no budget: nothing held");
+    assert.deepEqual(admitJob(tenant({ token_budget: 100 }), 50, 0), { verdict: "ok", reserve: 50 });
+    assert.deepEqual(admitJob(tenant({ max_concurrent_jobs: 1 }), null, 1), { verdict: "parked" });
+    assert.deepEqual(admitJob(tenant({ token_budget: 10 }, 10), null, 0), { verdict: "parked" });
+    assert.deepEqual(admitJob(tenant({ token_budget: 10, budget_policy: "reject" }, 10), null, 0), {
+      verdict: "rejected",
+    });
+  });
+
+  test("slots in use only ever make a verdict worse, so they need counting only when it is still open", () => {
+    const quotas: Quotas[] = [
+      {},
+      { max_concurrent_jobs: 0 },
+      { max_concurrent_jobs: 2 },
+      { token_budget: 10 },
+      { token_budget: 10, budget_policy: "reject" },
+      { token_budget: 10, max_concurrent_jobs: 2 },
+    ];
+    for (const q of quotas) {
+      for (const used of [0, 10]) {
+        const t = tenant(q, used);
+        assert.equal(countsSlots(q), q.max_concurrent_jobs != null);
+        assert.equal(admissionLocks(q), q.max_concurrent_jobs != null || q.token_budget != null);
+        for (const n of [0, 1, 2, 3]) {
+          if (taskStart(t, 0) !== "started")
+            assert.equal(taskStart(t, n), taskStart(t, 0), JSON.stringify(q));
+          const atZero = admitJob(t, 5, 0);
+          if (atZero.verdict !== "ok") assert.deepEqual(admitJob(t, 5, n), atZero, JSON.stringify(q));
+          if (!countsSlots(q))
+            assert.deepEqual(admitJob(t, 5, n), atZero, "no job limit: slots do not count");
+        }
+      }
+    }
   });
 });
 

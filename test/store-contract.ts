@@ -132,6 +132,22 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
       await store.close();
     });
 
+    test("an expired lease of an item's last attempt sends it to the dead letter", async () => {
+      const { store, clock } = await setup();
+      await store.enqueue([{ kind: "cancel_job", tenantId: null, payload: {}, maxAttempts: 1 }]);
+      const { lease } = await claimOne(store, "w1", 1000);
+      clock.advance(1001);
+      assert.equal(await store.recoverExpiredLeases(), 1);
+      assert.equal((await store.claim("w2", 10, 1000)).length, 0);
+      const dead = await store.deadItems(10);
+      assert.deepEqual(
+        dead.map((d) => [d.status, d.lastError]),
+        [["dead", "lease of w1 expired"]],
+      );
+      await rejectsCode(store.complete(lease), "LEASE_LOST");
+      await store.close();
+    });
+
     test("items with one concurrency key are never leased at the same time", async () => {
       const { store, tenant } = await setup();
       const { task } = await submit(store, tenant.id);
@@ -351,6 +367,34 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
         "applied",
       );
       assert.equal((await store.getTask(tenant.id, task.id))!.steps[0]!.status, "succeeded");
+      await store.close();
+    });
+
+    test("canceling a task cancels its waiting step and asks its job at the provider to stop", async () => {
+      const { store, tenant } = await setup();
+      const { task } = await taskWithJob(store, tenant.id, "ext-stop");
+      assert.equal((await store.cancelTask(tenant.id, task.id)).status, "canceled");
+      const d = (await store.getTask(tenant.id, task.id))!;
+      assert.equal(d.steps[0]!.status, "canceled");
+      assert.equal(d.jobs[0]!.status, "created", "it ends when its provider says so");
+      const items = await store.claim("w", 10, 1000);
+      assert.deepEqual(
+        items.map((i) => [i.kind, i.payload.jobId]),
+        [["cancel_job", d.jobs[0]!.id]],
+      );
+      assert.equal((await store.taskEvents(tenant.id, 0, 50)).at(-1)!.type, "task.canceled");
+      await store.close();
+    });
+
+    test("a job canceled before its provider created it stays canceled once its creation is recorded", async () => {
+      const { store, tenant } = await setup();
+      const { task, jobId, dispatchLease } = await taskWithJob(store, tenant.id, null);
+      await store.cancelTask(tenant.id, task.id);
+      assert.equal((await store.getJob(jobId))!.status, "canceled");
+      assert.deepEqual(await store.claim("w", 10, 1000), [], "no provider job to stop");
+      await store.recordJobCreated(dispatchLease, jobId, "ext-late", "running");
+      const job = (await store.getJob(jobId))!;
+      assert.deepEqual([job.status, job.externalId], ["canceled", "ext-late"]);
       await store.close();
     });
 

@@ -42,6 +42,42 @@ export function isTerminalJob(s: JobStatus): boolean {
   return jobMoves[s].length === 0;
 }
 
+/**
+ * Checks a job move a store operation is about to write; a move the table lacks is a defect,
+ * never data to store. Returns `to`.
+ */
+export function jobMove<To extends JobStatus>(from: JobStatus, to: To): To {
+  if (!canMoveJob(from, to)) throw new Error(`A ${from} job cannot move to ${to}.`);
+  return to;
+}
+
+/** The state a job is registered in, until its provider has created it. */
+export const newJobStatus = "pending" satisfies JobStatus;
+
+/** The states of a job that has not ended: those the table still gives moves. */
+export const liveJobStatuses: readonly JobStatus[] = jobStatuses.filter((s) => !isTerminalJob(s));
+
+/** The live states of a job its provider has created: a cancel asks the provider to stop it. */
+export const atProviderJobStatuses: readonly JobStatus[] = liveJobStatuses.filter((s) => s !== newJobStatus);
+
+/**
+ * The jobs that hold one of their tenant's slots (ARCHITECTURE §4.6): every job at its
+ * provider, and a new one once admitted (its `slot` flag) while it is being created.
+ */
+export const slotHolders = {
+  always: atProviderJobStatuses,
+  whenAdmitted: [newJobStatus] as readonly JobStatus[],
+};
+
+/**
+ * The state a job takes when its provider's id is recorded: the state the provider reports,
+ * if the job is still new and the table allows the move; else it keeps its own (a job
+ * canceled or timed out while it was being created stays so).
+ */
+export function statusOnCreated(current: JobStatus, reported: JobStatus): JobStatus {
+  return current === newJobStatus && canMoveJob(current, reported) ? reported : current;
+}
+
 /** The provider event types of ARCHITECTURE §7 and the job state each one means. */
 export const jobEventTypes = {
   "job.created": "created",

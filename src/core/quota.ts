@@ -196,3 +196,48 @@ export function admitTokens(
   }
   return { verdict: "ok", reserve };
 }
+
+/** Whether admitting work of a tenant with quotas `q` depends on its slots in use: it has a job limit. */
+export const countsSlots = (q: Quotas): boolean => q.max_concurrent_jobs != null;
+
+/**
+ * Whether admitting a job of a tenant with quotas `q` must hold its slot lock: a job limit or
+ * a token budget applies, so two admissions must not both take its last slot or tokens.
+ */
+export const admissionLocks = (q: Quotas): boolean => q.max_concurrent_jobs != null || q.token_budget != null;
+
+/** Whether the tenant's jobs holding a slot leave one free under its job limit. */
+const slotFree = (q: Quotas, slotsInUse: number): boolean =>
+  q.max_concurrent_jobs == null || slotsInUse < q.max_concurrent_jobs;
+
+/**
+ * ARCHITECTURE §4.6: whether a new task starts now, or waits as pending (parked) until its
+ * tenant has room: over its token budget under the `park` policy (under `reject` it starts,
+ * and its jobs are refused at admission), or at its job limit. `slotsInUse`: the tenant's
+ * jobs holding a slot, which only ever make the answer worse: a caller may leave them
+ * uncounted (0) unless `countsSlots` and the answer at 0 is `started`.
+ */
+export function taskStart(t: TenantRow | null, slotsInUse: number): "started" | "parked" {
+  if (!t) return "started";
+  const q = t.quotas;
+  if (q.budget_policy !== "reject" && overBudget(q, t.tokensThisPeriod)) return "parked";
+  return slotFree(q, slotsInUse) ? "started" : "parked";
+}
+
+/**
+ * ARCHITECTURE §4.6: admitting a job before its provider creates it, from its tenant as read
+ * under the slot lock: the token budget's verdict (`admitTokens`), then a free slot under the
+ * job limit. `ok` with the tokens to hold for it; `parked` until a slot or tokens free;
+ * `rejected` over the budget under the `reject` policy. `slotsInUse` as for `taskStart`: it
+ * only ever makes the verdict worse.
+ */
+export function admitJob(
+  t: TenantRow | null,
+  maxTokens: number | null,
+  slotsInUse: number,
+): { verdict: "ok"; reserve: number } | { verdict: "parked" | "rejected" } {
+  if (!t) return { verdict: "ok", reserve: 0 };
+  const tokens = admitTokens(t, maxTokens);
+  if (tokens.verdict !== "ok") return tokens;
+  return slotFree(t.quotas, slotsInUse) ? tokens : { verdict: "parked" };
+}

@@ -30,6 +30,27 @@ export function canMoveStep(from: StepStatus, to: StepStatus): boolean {
   return stepMoves[from].includes(to);
 }
 
+/**
+ * The states a statement that writes any of `outcomes` may overwrite: those that have not
+ * ended and from which the table allows every one of them (staying put counts: a retried
+ * `step.run` stays `running`). The store renders it as the statement's guard, so a step in
+ * another state, an ended one above all, is left as it is. Throws when no state qualifies:
+ * such a statement would be a defect.
+ */
+export function stepGuard(outcomes: readonly StepStatus[]): StepStatus[] {
+  const guard = stepStatuses.filter(
+    (s) => stepMoves[s].length > 0 && outcomes.every((to) => s === to || canMoveStep(s, to)),
+  );
+  if (guard.length === 0) throw new Error(`No step state may move to each of ${outcomes.join(", ")}.`);
+  return guard;
+}
+
+/** What storing a `step.run` attempt writes: its end, or `running` again for a retry. */
+export const runOutcomes = ["running", "succeeded", "failed"] as const satisfies readonly StepStatus[];
+
+/** How a wait ends (ARCHITECTURE §4.4): its answer, a failure, or its deadline. */
+export const waitEnds = ["succeeded", "failed", "timed_out"] as const satisfies readonly StepStatus[];
+
 /** A step as stored: the memo that replay reads. */
 export interface StoredStep {
   stepId: string;

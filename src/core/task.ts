@@ -1,4 +1,6 @@
-import type { ErrorInfo } from "./errors.ts";
+import { type ErrorInfo, LonghaulError } from "./errors.ts";
+import { atProviderJobStatuses, type JobStatus, jobMove, newJobStatus } from "./job.ts";
+import { type StepStatus, stepGuard } from "./step.ts";
 
 /**
  * Task states (ARCHITECTURE §7). A task cycles between `running` and `waiting` while it makes
@@ -39,6 +41,44 @@ export function canMoveTask(from: TaskStatus, to: TaskStatus): boolean {
 /** A terminal task never moves again: the table gives it no moves. */
 export function isTerminalTask(s: TaskStatus): boolean {
   return taskMoves[s].length === 0;
+}
+
+/**
+ * What canceling a task does to what it holds (ARCHITECTURE §3.3), the same for every task:
+ * its steps that have not ended are canceled; its jobs not yet created at their provider are
+ * canceled outright (they never will be); those at their provider are asked to stop, one
+ * `cancel_job` each, and end when the provider says so. Built from the tables, so a store
+ * renders it into its statements once.
+ */
+export const cancelCascade: {
+  readonly steps: { readonly from: readonly StepStatus[]; readonly to: "canceled" };
+  readonly jobs: { readonly from: readonly JobStatus[]; readonly to: "canceled" };
+  readonly stop: readonly JobStatus[];
+} = {
+  steps: { from: stepGuard(["canceled"]), to: "canceled" },
+  // jobMove fails at load should the table stop letting a new job be canceled.
+  jobs: { from: [newJobStatus], to: jobMove(newJobStatus, "canceled") },
+  stop: atProviderJobStatuses,
+};
+
+/** A cancel's plan: nothing for a task canceled already, else the move and its cascade. */
+export type CancelPlan =
+  | { kind: "unchanged" }
+  | { kind: "cancel"; to: "canceled"; cascade: typeof cancelCascade };
+
+/**
+ * Canceling `task`: unchanged when it is canceled already (a cancel repeated), the move to
+ * `canceled` and its cascade when the table allows it, TASK_NOT_CANCELABLE once it has ended.
+ */
+export function cancelPlan(task: Pick<TaskRow, "id" | "status">): CancelPlan {
+  if (task.status === "canceled") return { kind: "unchanged" };
+  if (!canMoveTask(task.status, "canceled")) {
+    throw new LonghaulError(
+      "TASK_NOT_CANCELABLE",
+      `Task ${task.id} has already ended (${task.status}); it cannot be canceled.`,
+    );
+  }
+  return { kind: "cancel", to: "canceled", cascade: cancelCascade };
 }
 
 export function isTaskStatus(s: string): s is TaskStatus {

@@ -35,6 +35,31 @@ export function canMoveWorkItem(from: WorkItemStatus, to: WorkItemStatus): boole
 }
 
 /**
+ * Checks a work item move a store operation is about to write; a move the table lacks is a
+ * defect, never data to store. Returns `to`.
+ */
+export function workItemMove<To extends WorkItemStatus>(from: WorkItemStatus, to: To): To {
+  if (!canMoveWorkItem(from, to)) throw new Error(`A ${from} work item cannot move to ${to}.`);
+  return to;
+}
+
+/** What becomes of a leased item whose attempt did not complete: due again, or dead. */
+export type AfterFailure = { to: "pending"; runAt: number } | { to: "dead" };
+
+/**
+ * ARCHITECTURE §4.2: an item whose attempt failed, or whose lease expired, is due again at
+ * `retryAt`, or goes to the dead letter once it has had its last attempt. The one rule for
+ * both a failure its handler reports and a lease that expired.
+ */
+export function afterFailure(
+  item: Pick<WorkItem, "status" | "attempts" | "maxAttempts">,
+  retryAt: number,
+): AfterFailure {
+  if (item.attempts >= item.maxAttempts) return { to: workItemMove(item.status, "dead") };
+  return { to: workItemMove(item.status, "pending"), runAt: retryAt };
+}
+
+/**
  * An item to queue. The queue holds any payload; the constructors below write what each
  * kind carries (`WorkPayloads`), and `typedWorkItem` reads it back.
  */

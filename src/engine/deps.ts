@@ -5,11 +5,25 @@ import type { TaskType } from "../core/task-type.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { OutboundSettings } from "../outbound/settings.ts";
 import type { Provider } from "../providers/provider.ts";
-import type { InboxStore, OutboundStore, QueueStore, TaskStore, WaitStore } from "../store/store.ts";
+import type {
+  AdvanceStore,
+  InboxStore,
+  JobStore,
+  OutboundStore,
+  QueueStore,
+  TaskStore,
+  WaitStore,
+} from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 
 /** The store roles the worker uses: no tenants, event log or meta. */
-export type EngineStore = TaskStore & InboxStore & WaitStore & QueueStore & OutboundStore;
+export type EngineStore = TaskStore &
+  AdvanceStore &
+  JobStore &
+  InboxStore &
+  WaitStore &
+  QueueStore &
+  OutboundStore;
 
 /** What the work handlers need. Wired once in `src/app.ts`. */
 export interface EngineDeps {

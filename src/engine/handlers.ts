@@ -89,7 +89,6 @@ export const handlers: Handlers = {
     const r = await pollJob(
       {
         jobs: d.store,
-        inbox: d.store,
         queue: d.store,
         clock: d.clock,
         providers: d.providers,

@@ -52,7 +52,7 @@ export interface TenantStore {
   usage(tenantId: string, days: number): Promise<TenantUsage | null>;
 }
 
-/** Tasks and their jobs: submit, read, cancel, and what an advance reads and records. */
+/** Tasks: submit, read, list, cancel. */
 export interface TaskStore {
   /**
    * Inserts a task, its `task.created` event and its first advance, or returns the task
@@ -64,6 +64,10 @@ export interface TaskStore {
   listTasks(tenantId: string, q: TaskQuery): Promise<{ tasks: TaskRow[]; nextCursor: string | null }>;
   /** Cancels a task that has not ended; its waiting steps become canceled. TASK_NOT_FOUND, TASK_NOT_CANCELABLE. */
   cancelTask(tenantId: string, taskId: string): Promise<TaskRow>;
+}
+
+/** One advance of a task: what it reads, its start, the `step.run` outcomes it stores, its end. */
+export interface AdvanceStore {
   /** What an advance needs: the task and its step history, or null if it is gone. */
   loadForAdvance(taskId: string): Promise<{ task: TaskRow; history: StoredStep[] } | null>;
   /** A task's status alone (null if there is none): what a running task function polls for a cancel. */
@@ -74,12 +78,6 @@ export interface TaskStore {
    * pending; the item is given back, parked (ARCHITECTURE §4.6).
    */
   beginAdvance(lease: Lease, taskId: string): Promise<"started" | "ended" | "parked">;
-  /**
-   * Admits a job under its tenant's quotas before it is created at the provider: `ok` (it
-   * holds a slot now), `parked` (the item is given back until a slot frees) or `rejected`
-   * (over the token budget with the reject policy).
-   */
-  acquireJobSlot(lease: Lease, jobId: string): Promise<"ok" | "parked" | "rejected">;
   /** Stores one `step.run` outcome. */
   storeRunOutcome(lease: Lease, taskId: string, outcome: RunOutcome): Promise<void>;
   /**
@@ -87,7 +85,20 @@ export interface TaskStore {
    * the run's new log lines as `task.log` events (`result.logs`).
    */
   finishAdvance(lease: Lease, taskId: string, result: AdvanceResult): Promise<void>;
+}
+
+/**
+ * Jobs at their providers: admission, creation, the events that move them and the
+ * reconciler's polls, up to their end (ARCHITECTURE §3.2, §3.5, §4.3, §4.6).
+ */
+export interface JobStore {
   getJob(jobId: string): Promise<JobRow | null>;
+  /**
+   * Admits a job under its tenant's quotas before it is created at the provider: `ok` (it
+   * holds a slot now), `parked` (the item is given back until a slot frees) or `rejected`
+   * (over the token budget with the reject policy).
+   */
+  acquireJobSlot(lease: Lease, jobId: string): Promise<"ok" | "parked" | "rejected">;
   /**
    * Records the provider's id for a dispatched job, completes the dispatch item, and
    * re-queues any event that arrived for that job before it was known (ARCHITECTURE §3.5).
@@ -95,9 +106,21 @@ export interface TaskStore {
   recordJobCreated(lease: Lease, jobId: string, externalId: string, status: JobStatus): Promise<void>;
   /** A dispatch that cannot succeed: the job and its step fail, and the task is advanced. */
   failJob(lease: Lease, jobId: string, error: ErrorInfo): Promise<void>;
+  /** Applies a parsed provider event to its job, step and task exactly once (ARCHITECTURE §3.2, §3.3). */
+  applyJobEvent(lease: Lease, inboxId: string, provider: string, event: ProviderEvent): Promise<ApplyOutcome>;
+  /**
+   * Finishes a reconciler poll of `jobId`: records the synthesized event (if the poll saw the
+   * job move) exactly as ingress would, and schedules the next poll (if it has not ended).
+   */
+  recordPoll(
+    lease: Lease,
+    jobId: string,
+    event: NewInboxEvent | null,
+    next: { runAt: number; attempt: number } | null,
+  ): Promise<void>;
 }
 
-/** The inbox of verified deliveries, each applied once, and the reconciler's polls. */
+/** The inbox of verified deliveries, each applied once (by `JobStore.applyJobEvent`). */
 export interface InboxStore {
   /**
    * Records a verified inbound delivery and its apply item in one transaction (ARCHITECTURE §3.1).
@@ -106,8 +129,6 @@ export interface InboxStore {
    */
   recordEvent(e: NewInboxEvent): Promise<{ id: string; duplicate: boolean; bodyDiffers?: boolean }>;
   getInboxEvent(id: string): Promise<InboxEventRow | null>;
-  /** Applies a parsed provider event to its job, step and task exactly once (ARCHITECTURE §3.2, §3.3). */
-  applyJobEvent(lease: Lease, inboxId: string, provider: string, event: ProviderEvent): Promise<ApplyOutcome>;
   /** Marks an inbox event that could not be parsed, and completes its item. */
   rejectInboxEvent(lease: Lease, inboxId: string, note: string): Promise<void>;
   /**
@@ -120,16 +141,6 @@ export interface InboxStore {
     inboxId: string,
     seen: { type: string; jobExternalId: string; note: string },
     answer: NewInboxEvent | null,
-  ): Promise<void>;
-  /**
-   * Finishes a reconciler poll of `jobId`: records the synthesized event (if the poll saw the
-   * job move) exactly as ingress would, and schedules the next poll (if it has not ended).
-   */
-  recordPoll(
-    lease: Lease,
-    jobId: string,
-    event: NewInboxEvent | null,
-    next: { runAt: number; attempt: number } | null,
   ): Promise<void>;
   /** Deletes inbox rows received before `before` (the dedupe horizon). Returns how many. */
   pruneInbox(before: number): Promise<number>;
@@ -321,6 +332,8 @@ export interface MetaStore {
 export interface Store
   extends TenantStore,
     TaskStore,
+    AdvanceStore,
+    JobStore,
     InboxStore,
     WaitStore,
     QueueStore,

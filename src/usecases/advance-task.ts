@@ -3,7 +3,7 @@ import { type ErrorInfo, LonghaulError, toErrorInfo } from "../core/errors.ts";
 import { type RunResult, runTask } from "../core/replay.ts";
 import type { LogLine } from "../core/task-log.ts";
 import type { TaskType } from "../core/task-type.ts";
-import type { Lease, QueueStore, TaskStore, WaitStore } from "../store/store.ts";
+import type { AdvanceStore, Lease, QueueStore, WaitStore } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 
 const DEFAULT_MAX_ATTEMPTS = 4;
@@ -33,7 +33,7 @@ export type AdvanceTaskResult =
  */
 export async function advanceTask(
   d: {
-    tasks: TaskStore;
+    tasks: AdvanceStore;
     waits: WaitStore;
     queue: QueueStore;
     clock: Clock;
@@ -132,7 +132,7 @@ const CANCEL_CHECK_MS = 1000;
  * the task's status alone is read from the store every second (a cancel may come through any
  * node, so a read of the store is what sees it everywhere); most runs end before the first read.
  */
-function watchForCancel(tasks: TaskStore, taskId: string): { signal: AbortSignal; stop: () => void } {
+function watchForCancel(tasks: AdvanceStore, taskId: string): { signal: AbortSignal; stop: () => void } {
   const ac = new AbortController();
   let checking = false;
   const timer = setInterval(() => {

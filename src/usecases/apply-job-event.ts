@@ -1,7 +1,7 @@
 import type { ProviderEvent } from "../core/provider-event.ts";
 import { briefEventFromSnapshot, parseBriefEvent } from "../providers/brief-event.ts";
 import { type Provider, ProviderError } from "../providers/provider.ts";
-import type { ApplyOutcome, InboxEventRow, InboxStore, Lease, QueueStore } from "../store/store.ts";
+import type { ApplyOutcome, InboxEventRow, InboxStore, JobStore, Lease, QueueStore } from "../store/store.ts";
 
 /** The source name the reconciler's synthesized events are recorded under; they are in the brief's shape. */
 export const POLL_SOURCE = "poll";
@@ -26,7 +26,7 @@ export type ApplyJobEventResult =
  */
 export async function applyJobEvent(
   d: {
-    inbox: InboxStore;
+    inbox: InboxStore & Pick<JobStore, "applyJobEvent">;
     queue: QueueStore;
     providers: { find(name: string): Provider | undefined };
     confirmSources?: ReadonlySet<string>;

@@ -1,7 +1,7 @@
 import { backoffMs } from "../core/backoff.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Provider } from "../providers/provider.ts";
-import type { Lease, QueueStore, TaskStore } from "../store/store.ts";
+import type { JobStore, Lease, QueueStore } from "../store/store.ts";
 
 /**
  * Asks the provider to stop a job whose task was canceled or whose wait timed out. Best
@@ -10,7 +10,7 @@ import type { Lease, QueueStore, TaskStore } from "../store/store.ts";
  */
 export async function cancelProviderJob(
   d: {
-    jobs: TaskStore;
+    jobs: JobStore;
     queue: QueueStore;
     clock: Clock;
     providers: { find(name: string): Provider | undefined };

@@ -3,7 +3,7 @@ import type { Clock } from "../core/clock.ts";
 import { LonghaulError, toErrorInfo } from "../core/errors.ts";
 import { isTerminalJob } from "../core/job.ts";
 import { type Provider, ProviderError } from "../providers/provider.ts";
-import type { Lease, QueueStore, TaskStore } from "../store/store.ts";
+import type { JobStore, Lease, QueueStore } from "../store/store.ts";
 
 export type DispatchJobResult =
   | { kind: "skipped" }
@@ -22,7 +22,7 @@ export type DispatchJobResult =
  */
 export async function dispatchJob(
   d: {
-    jobs: TaskStore;
+    jobs: JobStore;
     queue: QueueStore;
     clock: Clock;
     providers: { find(name: string): Provider | undefined };

@@ -3,7 +3,7 @@ import type { Clock } from "../core/clock.ts";
 import { isTerminalJob, nextJobStatus } from "../core/job.ts";
 import { briefEventFromSnapshot } from "../providers/brief-event.ts";
 import { type Provider, ProviderError } from "../providers/provider.ts";
-import type { InboxStore, Lease, QueueStore, TaskStore } from "../store/store.ts";
+import type { JobStore, Lease, QueueStore } from "../store/store.ts";
 import { POLL_SOURCE } from "./apply-job-event.ts";
 
 export type PollJobResult =
@@ -21,8 +21,7 @@ export type PollJobResult =
  */
 export async function pollJob(
   d: {
-    jobs: TaskStore;
-    inbox: InboxStore;
+    jobs: JobStore;
     queue: QueueStore;
     clock: Clock;
     providers: { find(name: string): Provider | undefined };
@@ -61,6 +60,6 @@ export async function pollJob(
         runAt: d.clock.now() + backoffMs(a.attempt + 1, { baseMs: d.pollAfterMs, maxMs: 60 * 60_000 }),
         attempt: a.attempt + 1,
       };
-  await d.inbox.recordPoll(lease, jobId, event, next);
+  await d.jobs.recordPoll(lease, jobId, event, next);
   return { kind: "polled", state: snapshot.status, moved };
 }

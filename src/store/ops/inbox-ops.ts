@@ -7,9 +7,9 @@ import type { InboxEventRow, InboxStatus, Lease, NewInboxEvent } from "../store.
 import { assertLease, removeItem } from "./queue-ops.ts";
 
 /*
- * The inbox of provider events and callbacks as it is recorded, read and replayed, and the
- * retention sweeps, written once for both dialects. Applying an event to its job is an
- * engine operation (engine-ops.ts).
+ * The inbox of provider events and callbacks as it is recorded, read, replayed and pruned,
+ * written once for both dialects. Applying an event to its job is a job operation
+ * (job-ops.ts).
  */
 
 type InboxFields = { type?: string; jobExternalId?: string; note?: string };
@@ -33,19 +33,6 @@ const markParams = (now: number, id: string, status: InboxStatus, f: InboxFields
 /** Sets an inbox row's status and what was learned of it. Takes no lock itself. */
 export async function markInbox(tx: Tx, id: string, status: InboxStatus, fields: InboxFields): Promise<void> {
   await tx.run(inboxSql.mark, markParams(tx.clock.now(), id, status, fields));
-}
-
-/** Deletes delivered and canceled outbound deliveries last changed before `before`. No locks, no events. */
-export async function pruneDeliveries(tx: Tx, before: number): Promise<number> {
-  return tx.run(
-    "DELETE FROM webhook_deliveries WHERE state IN ('delivered', 'canceled') AND updated_at < ?",
-    [before],
-  );
-}
-
-/** Deletes signals received before `before`. No locks, no events. */
-export async function pruneSignals(tx: Tx, before: number): Promise<number> {
-  return tx.run("DELETE FROM signals WHERE received_at < ?", [before]);
 }
 
 /** Deletes inbox rows received before `before`. No locks, no events. */

@@ -1,7 +1,6 @@
 import { attemptState, checkEndpointCount, checkReplayable } from "../../core/delivery.ts";
-import { liveSecrets, rotatedSecrets } from "../../core/endpoint-secrets.ts";
+import { rotatedSecrets } from "../../core/endpoint-secrets.ts";
 import { LonghaulError } from "../../core/errors.ts";
-import { endpointSecretAt, metaValueAt } from "../../core/sealed-at.ts";
 import { deliverItem } from "../../core/work-item.ts";
 import { json } from "../json.ts";
 import {
@@ -29,8 +28,8 @@ import type {
 import { complete, fail } from "./queue-ops.ts";
 
 /*
- * Outbound webhooks: endpoints, their delivery log and delivery attempts, written once for
- * both dialects. No operation here emits task events. Row locks are PostgreSQL's
+ * Outbound webhooks: endpoints, their delivery log, delivery attempts and the retention of
+ * finished deliveries, written once for both dialects. No operation here emits task events. Row locks are PostgreSQL's
  * (`tx.d.forUpdate`), always endpoint before delivery, the order fan-out's FOR SHARE takes
  * them in; SQLite's single writer needs none. The fan-out of new task events to deliveries
  * is in fan-out.ts.
@@ -187,46 +186,6 @@ export async function rotateSecret(
   return toEndpoint(row);
 }
 
-/**
- * Rewrites stored secrets as `reseal` maps them, given each one's place, and drops expired
- * previous endpoint secrets. Each update names the value it read, so a secret rotated
- * meanwhile (by another node) is left alone rather than overwritten. Row locks of its
- * UPDATEs only; no events, nothing enqueued.
- */
-export async function resealSecrets(
-  tx: Tx,
-  reseal: (stored: string, at: string) => string,
-  metaKeys: readonly string[],
-): Promise<number> {
-  let changed = 0;
-  const now = tx.clock.now();
-  const rows = await tx.all<{ id: string; secret: string; previous_secrets: string }>(
-    "SELECT id, secret, previous_secrets FROM webhook_endpoints ORDER BY id",
-  );
-  for (const r of rows) {
-    const at = endpointSecretAt(r.id);
-    const secret = reseal(r.secret, at);
-    const kept = liveSecrets(previousSecretsOf(r), now);
-    const previous = previousSecretsJson(kept.map((p) => ({ ...p, secret: reseal(p.secret, at) })));
-    if (secret !== r.secret || previous !== r.previous_secrets) {
-      changed += await tx.run(
-        `UPDATE webhook_endpoints SET secret = ?, previous_secrets = ?
-          WHERE id = ? AND secret = ? AND previous_secrets = ?`,
-        [secret, previous, r.id, r.secret, r.previous_secrets],
-      );
-    }
-  }
-  for (const key of metaKeys) {
-    const value = (await tx.get<{ value: string }>("SELECT value FROM meta WHERE key = ?", [key]))?.value;
-    if (value === undefined) continue;
-    const next = reseal(value, metaValueAt(key));
-    if (next !== value) {
-      changed += await tx.run("UPDATE meta SET value = ? WHERE key = ? AND value = ?", [next, key, value]);
-    }
-  }
-  return changed;
-}
-
 /** What a delivery attempt needs: the delivery, its endpoint with secrets, its event. Reads only. */
 export async function deliveryForAttempt(tx: Tx, deliveryId: string): Promise<DeliveryAttemptInput | null> {
   const d = await tx.get<DeliveryDbRow>("SELECT * FROM webhook_deliveries WHERE id = ?", [deliveryId]);
@@ -301,5 +260,13 @@ async function disableEndpoint(tx: Tx, endpointId: string, reason: string): Prom
     `UPDATE webhook_deliveries SET state = 'canceled', next_attempt_at = NULL, updated_at = ?
      WHERE endpoint_id = ? AND state = 'pending'`,
     [now, endpointId],
+  );
+}
+
+/** Deletes delivered and canceled outbound deliveries last changed before `before`. No locks, no events. */
+export async function pruneDeliveries(tx: Tx, before: number): Promise<number> {
+  return tx.run(
+    "DELETE FROM webhook_deliveries WHERE state IN ('delivered', 'canceled') AND updated_at < ?",
+    [before],
   );
 }

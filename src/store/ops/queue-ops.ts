@@ -1,4 +1,5 @@
 import { LonghaulError } from "../../core/errors.ts";
+import { type AfterFailure, afterFailure, type WorkItemStatus, workItemMove } from "../../core/work-item.ts";
 import { toWorkItem, type WorkRow } from "../rows.ts";
 import type { Tx } from "../sql/tx.ts";
 import type { Lease, WorkItem } from "../store.ts";
@@ -8,6 +9,9 @@ import type { Lease, WorkItem } from "../store.ts";
  * with each dialect (`claim`, `Tx.enqueue`): SKIP LOCKED against SQLite's single writer, and
  * PostgreSQL's one-statement batches.
  */
+
+/** The state of an item under a lease (`assertLease`): every move written below starts from it. */
+const HELD = "leased" satisfies WorkItemStatus;
 
 /** The error a stale lease's holder sees (ARCHITECTURE §3.4). */
 export const leaseLost = (lease: Lease) =>
@@ -83,6 +87,12 @@ async function requeue(tx: Tx, id: number, runAt: number, error: string | null, 
   if (wake) tx.wake();
 }
 
+/** Writes what `afterFailure` decided for the leased item `id`. */
+async function settle(tx: Tx, id: number, plan: AfterFailure, error: string): Promise<void> {
+  if (plan.to === "dead") await deadLetter(tx, id, error);
+  else await requeue(tx, id, plan.runAt, error);
+}
+
 /** Moves an item to the dead letter; its dedupe key is freed for new work. */
 async function deadLetter(tx: Tx, id: number, error: string): Promise<void> {
   await tx.run(
@@ -99,6 +109,7 @@ async function deadLetter(tx: Tx, id: number, error: string): Promise<void> {
  */
 export async function park(tx: Tx, lease: Lease, runAt: number): Promise<void> {
   await assertLease(tx, lease);
+  workItemMove(HELD, "pending");
   const id = Number(lease.itemId);
   await requeue(tx, id, runAt, null, false);
   await tx.run(
@@ -116,12 +127,9 @@ export async function fail(tx: Tx, lease: Lease, error: string, retryAt: number)
     "SELECT attempts, max_attempts FROM work_items WHERE id = ?",
     [id],
   ))!;
-  if (row.attempts >= row.max_attempts) {
-    await deadLetter(tx, id, error);
-    return "dead";
-  }
-  await requeue(tx, id, retryAt, error);
-  return "retry";
+  const plan = afterFailure({ status: HELD, attempts: row.attempts, maxAttempts: row.max_attempts }, retryAt);
+  await settle(tx, id, plan, error);
+  return plan.to === "dead" ? "dead" : "retry";
 }
 
 /**
@@ -134,13 +142,12 @@ export async function recoverExpiredLeases(tx: Tx): Promise<number> {
   const now = tx.clock.now();
   const expired = await tx.all<{ id: number; attempts: number; max_attempts: number; lease_owner: string }>(
     `SELECT id, attempts, max_attempts, lease_owner FROM work_items
-      WHERE status = 'leased' AND lease_expires_at <= ? ORDER BY id${tx.d.skipLocked}`,
+      WHERE status = '${HELD}' AND lease_expires_at <= ? ORDER BY id${tx.d.skipLocked}`,
     [now],
   );
   for (const e of expired) {
-    const why = `lease of ${e.lease_owner} expired`;
-    if (e.attempts >= e.max_attempts) await deadLetter(tx, e.id, why);
-    else await requeue(tx, e.id, now, why);
+    const plan = afterFailure({ status: HELD, attempts: e.attempts, maxAttempts: e.max_attempts }, now);
+    await settle(tx, e.id, plan, `lease of ${e.lease_owner} expired`);
   }
   return expired.length;
 }

@@ -1,29 +1,22 @@
 import type { ErrorInfo } from "../../core/errors.ts";
 import { LonghaulError } from "../../core/errors.ts";
 import { checkSubmitQuotas } from "../../core/quota.ts";
-import { canMoveTask, isTerminalTask, type TaskStatus } from "../../core/task.ts";
+import { cancelCascade, cancelPlan, canMoveTask, type TaskStatus } from "../../core/task.ts";
 import { advanceItem, cancelJobItem } from "../../core/work-item.ts";
 import { json } from "../json.ts";
-import {
-  type JobDbRow,
-  type StepDbRow,
-  type TaskDbRow,
-  type TaskEventDbRow,
-  toJob,
-  toStep,
-  toTask,
-  toTaskEvent,
-} from "../rows.ts";
+import { type JobDbRow, type StepDbRow, type TaskDbRow, toJob, toStep, toTask } from "../rows.ts";
 import { pageById } from "../sql/page.ts";
+import { inStates } from "../sql/states.ts";
 import type { Dialect, Tx } from "../sql/tx.ts";
-import type { NewTask, TaskDetail, TaskEventRow, TaskQuery, TaskRow } from "../store.ts";
+import type { NewTask, TaskDetail, TaskQuery, TaskRow } from "../store.ts";
 import { countUsage, tasksSubmittedToday, tenant, wakeParked } from "./tenant-ops.ts";
 
 /*
- * Tasks: submit, read, list, cancel, and their event log, written once for both dialects.
- * Every operation that changes a task's status, steps or jobs first takes the task's row lock
- * (`lockTask`), so two of them on one task run one after the other on PostgreSQL as they do
- * under SQLite's single writer, and cannot deadlock on each other's step or job rows.
+ * Tasks: submit, read, list, cancel, written once for both dialects, and the task lock and
+ * status change every operation on a task shares. Every operation that changes a task's
+ * status, steps or jobs first takes the task's row lock (`lockTask`), so two of them on one
+ * task run one after the other on PostgreSQL as they do under SQLite's single writer, and
+ * cannot deadlock on each other's step or job rows.
  */
 
 /** The statements a task's status change is read and written with. */
@@ -60,13 +53,6 @@ function statusEvent(status: TaskStatus, fields: { output?: unknown; error?: Err
 export async function taskRow(tx: Tx, taskId: string): Promise<TaskRow | null> {
   const r = await tx.get<TaskDbRow>(taskSql.byId, [taskId]);
   return r ? toTask(r) : null;
-}
-
-/** A task's status alone, or null. No locks. */
-export async function taskStatus(tx: Tx, taskId: string): Promise<TaskStatus | null> {
-  return (
-    (await tx.get<{ status: TaskStatus }>("SELECT status FROM tasks WHERE id = ?", [taskId]))?.status ?? null
-  );
 }
 
 /**
@@ -172,66 +158,35 @@ export async function listTasks(
   return { tasks: page.rows.map(toTask), nextCursor: page.nextCursor };
 }
 
+/** The statements of a cancel's cascade (core's `cancelCascade`), rendered once. */
+const cancelSql = {
+  steps: `UPDATE steps SET status = '${cancelCascade.steps.to}', updated_at = ?
+    WHERE task_id = ? AND ${inStates("status", cancelCascade.steps.from)}`,
+  jobs: `UPDATE jobs SET status = '${cancelCascade.jobs.to}', updated_at = ?
+    WHERE task_id = ? AND ${inStates("status", cancelCascade.jobs.from)}`,
+  stop: `SELECT id FROM jobs WHERE task_id = ? AND ${inStates("status", cancelCascade.stop)} ORDER BY id`,
+};
+
 /**
- * Cancels a task that has not ended: its running and waiting steps and its pending jobs are
- * canceled, its live jobs asked to stop. Locks: the task (`lockTask`). Emits `task.canceled`.
- * Enqueues a `cancel_job` per live job, and wakes the tenant's parked work (a slot is freed).
+ * Cancels a task that has not ended, as core's `cancelPlan` decides: its running and waiting
+ * steps and its pending jobs are canceled, its live jobs asked to stop. Each part of the
+ * cascade is one statement, guarded by the states it moves, under the task's lock. Locks:
+ * the task (`lockTask`). Emits `task.canceled`. Enqueues a `cancel_job` per live job, and
+ * wakes the tenant's parked work (a slot is freed).
  */
 export async function cancelTask(tx: Tx, tenantId: string, taskId: string): Promise<TaskRow> {
   const t = await lockTask(tx, taskId);
   if (!t || t.tenantId !== tenantId)
     throw new LonghaulError("TASK_NOT_FOUND", `No task ${taskId} for this tenant.`);
-  if (t.status === "canceled") return t;
-  if (isTerminalTask(t.status)) {
-    throw new LonghaulError(
-      "TASK_NOT_CANCELABLE",
-      `Task ${taskId} has already ended (${t.status}); it cannot be canceled.`,
-    );
-  }
+  const plan = cancelPlan(t);
+  if (plan.kind === "unchanged") return t;
   const now = tx.clock.now();
-  await tx.run(
-    "UPDATE steps SET status = 'canceled', updated_at = ? WHERE task_id = ? AND status IN ('running', 'waiting')",
-    [now, taskId],
-  );
+  await tx.run(cancelSql.steps, [now, taskId]);
   // A job not yet created at its provider is never created now; a live one is asked to stop.
-  await tx.run(
-    "UPDATE jobs SET status = 'canceled', updated_at = ? WHERE task_id = ? AND status = 'pending'",
-    [now, taskId],
-  );
-  const live = await tx.all<{ id: string }>(
-    "SELECT id FROM jobs WHERE task_id = ? AND status IN ('created', 'running') ORDER BY id",
-    [taskId],
-  );
+  await tx.run(cancelSql.jobs, [now, taskId]);
+  const live = await tx.all<{ id: string }>(cancelSql.stop, [taskId]);
   await tx.enqueue(live.map((j) => cancelJobItem(tenantId, j.id)));
-  await setTaskStatus(tx, t, "canceled");
+  await setTaskStatus(tx, t, plan.to);
   await wakeParked(tx, tenantId);
   return (await taskRow(tx, taskId))!;
-}
-
-/** The tenant's task events after `afterSeq`, of one task if given. No locks. */
-export async function taskEvents(
-  tx: Tx,
-  tenantId: string,
-  afterSeq: number,
-  limit: number,
-  taskId?: string,
-): Promise<TaskEventRow[]> {
-  const rows = taskId
-    ? await tx.all<TaskEventDbRow>(
-        "SELECT * FROM task_events WHERE tenant_id = ? AND task_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-        [tenantId, taskId, afterSeq, limit],
-      )
-    : await tx.all<TaskEventDbRow>(
-        "SELECT * FROM task_events WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-        [tenantId, afterSeq, limit],
-      );
-  return rows.map(toTaskEvent);
-}
-
-/** The seq of the tenant's newest task event, 0 if none. */
-export async function lastTaskEventSeq(tx: Tx, tenantId: string): Promise<number> {
-  const r = await tx.get<{ s: number | null }>("SELECT MAX(seq) AS s FROM task_events WHERE tenant_id = ?", [
-    tenantId,
-  ]);
-  return r?.s ?? 0;
 }

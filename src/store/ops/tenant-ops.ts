@@ -1,4 +1,5 @@
 import { LonghaulError } from "../../core/errors.ts";
+import { atProviderJobStatuses, liveJobStatuses, slotHolders } from "../../core/job.ts";
 import { dayOf, periodStart, type Quotas } from "../../core/quota.ts";
 import type { TaskStatus } from "../../core/task.ts";
 import { json } from "../json.ts";
@@ -10,6 +11,7 @@ import {
   toJobFailure,
   toTenant,
 } from "../rows.ts";
+import { inStates } from "../sql/states.ts";
 import type { Dialect, Tx } from "../sql/tx.ts";
 import type { ApiKeyRow, TenantRow, TenantUsage } from "../store.ts";
 
@@ -29,12 +31,18 @@ const TENANT_COLUMNS = `t.*,
   CAST((SELECT coalesce(sum(u.tokens), 0) FROM usage_daily u WHERE u.tenant_id = t.id AND u.day >= ?) AS bigint)
     AS tokens_month,
   CAST((SELECT coalesce(sum(j.reserved_tokens), 0) FROM jobs j
-    WHERE j.tenant_id = t.id AND j.status IN ('pending', 'created', 'running') AND j.reserved_tokens > 0) AS bigint)
+    WHERE j.tenant_id = t.id AND ${inStates("j.status", liveJobStatuses)} AND j.reserved_tokens > 0) AS bigint)
     AS tokens_reserved`;
+
+/** Which jobs hold a slot (core's `slotHolders`), rendered once. */
+const heldSlot = {
+  always: inStates("status", slotHolders.always),
+  whenAdmitted: inStates("status", slotHolders.whenAdmitted),
+};
 
 type Counter = "tasks_submitted" | "jobs_created" | "jobs_failed" | "tokens";
 
-/** The statements the tenant reads, usage counters and job slots below share. */
+/** The statements the tenant reads, usage counters, job slots and the usage report below share. */
 const tenantSql = {
   byId: `SELECT ${TENANT_COLUMNS} FROM tenants t WHERE t.id = ?`,
   countUsage: `INSERT INTO usage_daily AS u (tenant_id, day, tasks_submitted, jobs_created, jobs_failed, tokens)
@@ -45,8 +53,9 @@ const tenantSql = {
      RETURNING tasks_submitted, jobs_created, jobs_failed, tokens`,
   addTokens: "UPDATE tenants SET tokens_used = tokens_used + ? WHERE id = ?",
   tasksSubmittedToday: "SELECT tasks_submitted AS n FROM usage_daily WHERE tenant_id = ? AND day = ?",
+  jobsAtProvider: `SELECT count(*) AS n FROM jobs WHERE tenant_id = ? AND ${inStates("status", atProviderJobStatuses)}`,
   slotsInUse: (d: Dialect) => `SELECT count(*) AS n FROM jobs
-      WHERE tenant_id = ? AND (status IN ('created', 'running') OR (status = 'pending' AND slot = ${d.true}))`,
+      WHERE tenant_id = ? AND (${heldSlot.always} OR (${heldSlot.whenAdmitted} AND slot = ${d.true}))`,
   wakeParked: (d: Dialect) =>
     `UPDATE work_items SET parked = ${d.false}, run_at = ? WHERE tenant_id = ? AND parked = ${d.true} AND status = 'pending'`,
 };
@@ -244,10 +253,7 @@ export async function usage(tx: Tx, tenantId: string, days: number): Promise<Ten
       WHERE tenant_id = ? AND status = 'failed' ORDER BY updated_at DESC LIMIT 10`,
     [tenantId],
   );
-  const running = (await tx.get<{ n: number }>(
-    "SELECT count(*) AS n FROM jobs WHERE tenant_id = ? AND status IN ('created', 'running')",
-    [tenantId],
-  ))!.n;
+  const running = (await tx.get<{ n: number }>(tenantSql.jobsAtProvider, [tenantId]))!.n;
   return {
     tenant: t,
     tasksByStatus: Object.fromEntries(byStatus.map((r) => [r.status, r.n])),

@@ -1,6 +1,7 @@
 import type { ErrorInfo } from "../../core/errors.ts";
-import { isTerminalJob, type JobStatus } from "../../core/job.ts";
+import { isTerminalJob, type JobStatus, jobMove } from "../../core/job.ts";
 import type { StoredStep } from "../../core/replay.ts";
+import { stepGuard, waitEnds } from "../../core/step.ts";
 import { isTerminalTask } from "../../core/task.ts";
 import {
   ANONYMOUS_APPROVER,
@@ -29,6 +30,7 @@ import {
   toApprovalDecision,
   toStep,
 } from "../rows.ts";
+import { inStates } from "../sql/states.ts";
 import type { Tx } from "../sql/tx.ts";
 import type {
   ApprovalDecisionInput,
@@ -47,17 +49,21 @@ import { wakeParked } from "./tenant-ops.ts";
 
 /*
  * Waits: registering a step that waits (a job, a callback, an approval, a signal), and what
- * ends it (callback, decision, signal, timeout), written once for both dialects. Every
- * operation that may end a step takes the task's lock first (`lockTask`); a signal and a wait
- * for it also meet at the signal's lock, taken before the task's.
+ * ends it (callback, decision, signal, timeout), and the signals' retention, written once for
+ * both dialects. Every operation that may end a step takes the task's lock first
+ * (`lockTask`); a signal and a wait for it also meet at the signal's lock, taken before the
+ * task's.
  */
 
 type EndFields = { output?: unknown; error?: ErrorInfo };
 
-/** The statements of `endWait`. */
+/** The states a wait's end may move (core's `stepGuard`): a step in them still waits. */
+const waitGuard = stepGuard(waitEnds);
+
+/** The statements of `endWait`; `end` moves only a step that still waits (`waitGuard`). */
 const waitSql = {
   end: `UPDATE steps SET status = ?, output = ?, error = ?, updated_at = ?
-      WHERE task_id = ? AND step_id = ? AND status = 'waiting'`,
+      WHERE task_id = ? AND step_id = ? AND ${inStates("status", waitGuard)}`,
   dropSubscription: "DELETE FROM event_waits WHERE task_id = ? AND step_id = ?",
   dropTimers: (n: number) =>
     `DELETE FROM work_items WHERE status = 'pending' AND dedupe_key IN (${Array(n).fill("?").join(", ")})`,
@@ -194,7 +200,7 @@ export async function endWait(
   tx: Tx,
   task: TaskRow,
   stepId: string,
-  status: "succeeded" | "failed" | "timed_out",
+  status: (typeof waitEnds)[number],
   fields: EndFields,
 ): Promise<boolean> {
   const changed = await tx.run(waitSql.end, endParams(tx.clock.now(), task.id, stepId, status, fields));
@@ -385,7 +391,7 @@ export async function fireReminder(
   await removeItem(tx, lease);
   const task = await lockTask(tx, taskId);
   const step = await stepRow(tx, taskId, stepId);
-  if (!task || !step || step.status !== "waiting" || isTerminalTask(task.status)) return false;
+  if (!task || !step || !waitGuard.includes(step.status) || isTerminalTask(task.status)) return false;
   const event = reminderEvent(step, type);
   tx.emit(task.tenantId, taskId, event.type, event.data);
   return true;
@@ -401,7 +407,7 @@ export async function fireTimeout(tx: Tx, lease: Lease, taskId: string, stepId: 
   await removeItem(tx, lease);
   const task = await lockTask(tx, taskId);
   const step = await stepRow(tx, taskId, stepId);
-  if (!task || !step || step.status !== "waiting") return false;
+  if (!task || !step || !waitGuard.includes(step.status)) return false;
   if (step.kind === "job" && step.jobId !== null) await timeOutJob(tx, task, step.jobId);
   const end = timeoutEnd(step);
   return end ? endWait(tx, task, stepId, end.status, end.fields) : false;
@@ -414,11 +420,20 @@ async function timeOutJob(tx: Tx, task: TaskRow, jobId: string): Promise<void> {
     [jobId],
   );
   if (!job || isTerminalJob(job.status)) return;
-  await tx.run("UPDATE jobs SET status = 'timed_out', updated_at = ? WHERE id = ?", [tx.clock.now(), job.id]);
+  await tx.run("UPDATE jobs SET status = ?, updated_at = ? WHERE id = ?", [
+    jobMove(job.status, "timed_out"),
+    tx.clock.now(),
+    job.id,
+  ]);
   await wakeParked(tx, task.tenantId);
   await tx.run("DELETE FROM work_items WHERE dedupe_key = ? AND status = 'pending'", [`poll:${job.id}`]);
   // A boolean on PostgreSQL, 1 or 0 under SQLite.
   if (job.cancel_on_timeout === true || job.cancel_on_timeout === 1) {
     await tx.enqueue([cancelJobItem(task.tenantId, job.id)]);
   }
+}
+
+/** Deletes signals received before `before`. No locks, no events. */
+export async function pruneSignals(tx: Tx, before: number): Promise<number> {
+  return tx.run("DELETE FROM signals WHERE received_at < ?", [before]);
 }

@@ -4,8 +4,10 @@ import type { ProviderEvent } from "../../core/provider-event.ts";
 import type { Quotas } from "../../core/quota.ts";
 import type { RunOutcome } from "../../core/replay.ts";
 import type { WaitRequest } from "../../core/wait.ts";
-import * as engine from "../ops/engine-ops.ts";
+import * as advance from "../ops/advance-ops.ts";
+import * as eventLog from "../ops/event-log-ops.ts";
 import * as inbox from "../ops/inbox-ops.ts";
+import * as jobs from "../ops/job-ops.ts";
 import * as meta from "../ops/meta-ops.ts";
 import * as outbound from "../ops/outbound-ops.ts";
 import * as queue from "../ops/queue-ops.ts";
@@ -94,7 +96,7 @@ export abstract class SqlStore implements Store {
     return this.run.snapshot((tx) => tenants.usage(tx, tenantId, days));
   }
 
-  // ── tasks and the engine ──
+  // ── tasks ──
   submitTask(t: NewTask) {
     return this.run.write((tx) => tasks.submitTask(tx, t));
   }
@@ -107,35 +109,39 @@ export abstract class SqlStore implements Store {
   cancelTask(tenantId: string, taskId: string) {
     return this.run.write((tx) => tasks.cancelTask(tx, tenantId, taskId));
   }
-  taskStatus(taskId: string) {
-    return this.run.read((tx) => tasks.taskStatus(tx, taskId));
-  }
+
+  // ── advances ──
   loadForAdvance(taskId: string) {
-    return this.run.snapshot((tx) => engine.loadForAdvance(tx, taskId));
+    return this.run.snapshot((tx) => advance.loadForAdvance(tx, taskId));
+  }
+  taskStatus(taskId: string) {
+    return this.run.read((tx) => advance.taskStatus(tx, taskId));
   }
   beginAdvance(lease: Lease, taskId: string) {
-    return this.run.write((tx) => engine.beginAdvance(tx, lease, taskId));
-  }
-  acquireJobSlot(lease: Lease, jobId: string) {
-    return this.run.write((tx) => engine.acquireJobSlot(tx, lease, jobId));
+    return this.run.write((tx) => advance.beginAdvance(tx, lease, taskId));
   }
   storeRunOutcome(lease: Lease, taskId: string, outcome: RunOutcome) {
-    return this.run.write((tx) => engine.storeRunOutcome(tx, lease, taskId, outcome));
+    return this.run.write((tx) => advance.storeRunOutcome(tx, lease, taskId, outcome));
   }
   finishAdvance(lease: Lease, taskId: string, result: AdvanceResult) {
-    return this.run.write((tx) => engine.finishAdvance(tx, lease, taskId, result));
+    return this.run.write((tx) => advance.finishAdvance(tx, lease, taskId, result));
   }
+
+  // ── jobs ──
   getJob(jobId: string) {
-    return this.run.read((tx) => engine.getJob(tx, jobId));
+    return this.run.read((tx) => jobs.getJob(tx, jobId));
+  }
+  acquireJobSlot(lease: Lease, jobId: string) {
+    return this.run.write((tx) => jobs.acquireJobSlot(tx, lease, jobId));
   }
   recordJobCreated(lease: Lease, jobId: string, externalId: string, status: JobStatus) {
-    return this.run.write((tx) => engine.recordJobCreated(tx, lease, jobId, externalId, status));
+    return this.run.write((tx) => jobs.recordJobCreated(tx, lease, jobId, externalId, status));
   }
   failJob(lease: Lease, jobId: string, error: ErrorInfo) {
-    return this.run.write((tx) => engine.failJob(tx, lease, jobId, error));
+    return this.run.write((tx) => jobs.failJob(tx, lease, jobId, error));
   }
   applyJobEvent(lease: Lease, inboxId: string, provider: string, event: ProviderEvent) {
-    return this.run.write((tx) => engine.applyJobEvent(tx, lease, inboxId, provider, event));
+    return this.run.write((tx) => jobs.applyJobEvent(tx, lease, inboxId, provider, event));
   }
   recordPoll(
     lease: Lease,
@@ -143,7 +149,7 @@ export abstract class SqlStore implements Store {
     event: NewInboxEvent | null,
     next: { runAt: number; attempt: number } | null,
   ) {
-    return this.run.write((tx) => engine.recordPoll(tx, lease, jobId, event, next));
+    return this.run.write((tx) => jobs.recordPoll(tx, lease, jobId, event, next));
   }
 
   // ── inbox ──
@@ -169,12 +175,6 @@ export abstract class SqlStore implements Store {
   }
   replayInboxEvent(id: string) {
     return this.run.write((tx) => inbox.replayInboxEvent(tx, id));
-  }
-  pruneDeliveries(before: number) {
-    return this.run.write((tx) => inbox.pruneDeliveries(tx, before));
-  }
-  pruneSignals(before: number) {
-    return this.run.write((tx) => inbox.pruneSignals(tx, before));
   }
   pruneInbox(before: number) {
     return this.run.write((tx) => inbox.pruneInbox(tx, before));
@@ -208,6 +208,9 @@ export abstract class SqlStore implements Store {
   fireTimeout(lease: Lease, taskId: string, stepId: string) {
     return this.run.write((tx) => waits.fireTimeout(tx, lease, taskId, stepId));
   }
+  pruneSignals(before: number) {
+    return this.run.write((tx) => waits.pruneSignals(tx, before));
+  }
 
   // ── queue ──
   enqueue(items: NewWorkItem[]) {
@@ -232,13 +235,15 @@ export abstract class SqlStore implements Store {
     return this.run.read((tx) => queue.deadItems(tx, limit));
   }
 
-  // ── event log and meta ──
+  // ── event log ──
   taskEvents(tenantId: string, afterSeq: number, limit: number, taskId?: string) {
-    return this.run.read((tx) => tasks.taskEvents(tx, tenantId, afterSeq, limit, taskId));
+    return this.run.read((tx) => eventLog.taskEvents(tx, tenantId, afterSeq, limit, taskId));
   }
   lastTaskEventSeq(tenantId: string) {
-    return this.run.read((tx) => tasks.lastTaskEventSeq(tx, tenantId));
+    return this.run.read((tx) => eventLog.lastTaskEventSeq(tx, tenantId));
   }
+
+  // ── meta ──
   getMeta(key: string) {
     return this.run.read((tx) => meta.getMeta(tx, key));
   }
@@ -246,7 +251,7 @@ export abstract class SqlStore implements Store {
     return this.run.write((tx) => meta.putMetaIfAbsent(tx, key, value));
   }
   resealSecrets(reseal: (stored: string, at: string) => string, metaKeys: readonly string[]) {
-    return this.run.write((tx) => outbound.resealSecrets(tx, reseal, metaKeys));
+    return this.run.write((tx) => meta.resealSecrets(tx, reseal, metaKeys));
   }
 
   // ── outbound ──
@@ -282,5 +287,8 @@ export abstract class SqlStore implements Store {
   }
   recordDeliveryAttempt(lease: Lease, deliveryId: string, result: DeliveryAttemptResult) {
     return this.run.write((tx) => outbound.recordAttempt(tx, lease, deliveryId, result));
+  }
+  pruneDeliveries(before: number) {
+    return this.run.write((tx) => outbound.pruneDeliveries(tx, before));
   }
 }

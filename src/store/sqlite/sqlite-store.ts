@@ -5,7 +5,7 @@ import { type Clock, systemClock } from "../../core/clock.ts";
 import { LonghaulError } from "../../core/errors.ts";
 import { type IdGenerator, ulidGenerator } from "../../core/ids.ts";
 import { laneOf } from "../../core/work-item.ts";
-import * as engine from "../ops/engine-ops.ts";
+import { beginAdvance } from "../ops/advance-ops.ts";
 import { fanOut } from "../ops/fan-out.ts";
 import { recoverExpiredLeases } from "../ops/queue-ops.ts";
 import { type InboxDbRow, toInbox } from "../rows.ts";
@@ -271,7 +271,7 @@ export class SqliteStore extends SqlStore {
    * write the run makes under the lease (its steps, its end) syncs the begin first.
    */
   override beginAdvance(lease: Lease, taskId: string) {
-    return this.write((tx) => engine.beginAdvance(tx, lease, taskId), { atCommit: true });
+    return this.write((tx) => beginAdvance(tx, lease, taskId), { atCommit: true });
   }
   /**
    * Completes the item of `lease` (LEASE_LOST unless the lease still holds it). Calls made one

@@ -1,44 +1,31 @@
 import type { ErrorInfo } from "../../core/errors.ts";
-import { isTerminalJob, type JobStatus, jobEndCounts, jobEventEffect } from "../../core/job.ts";
+import {
+  isTerminalJob,
+  type JobStatus,
+  jobEndCounts,
+  jobEventEffect,
+  jobMove,
+  statusOnCreated,
+} from "../../core/job.ts";
 import type { ProviderEvent } from "../../core/provider-event.ts";
-import { admitTokens, overBudget } from "../../core/quota.ts";
-import type { RunOutcome, StoredStep } from "../../core/replay.ts";
-import { isTerminalTask } from "../../core/task.ts";
-import { advanceItem, applyItem, PARK_MS, pollItem } from "../../core/work-item.ts";
+import { admissionLocks, admitJob, countsSlots } from "../../core/quota.ts";
+import { applyItem, PARK_MS, pollItem } from "../../core/work-item.ts";
 import { json } from "../json.ts";
-import { type DbFlag, type JobDbRow, type StepDbRow, toJob, toStep } from "../rows.ts";
+import { type DbFlag, type JobDbRow, toJob } from "../rows.ts";
 import type { Tx } from "../sql/tx.ts";
-import type {
-  AdvanceResult,
-  ApplyOutcome,
-  InboxStatus,
-  JobRow,
-  Lease,
-  NewInboxEvent,
-  TaskRow,
-} from "../store.ts";
+import type { ApplyOutcome, InboxStatus, JobRow, Lease, NewInboxEvent, TaskRow } from "../store.ts";
 import { markInbox, recordEvent } from "./inbox-ops.ts";
 import { assertLease, park, removeItem } from "./queue-ops.ts";
-import { lockTask, setTaskStatus, taskRow } from "./task-ops.ts";
+import { lockTask } from "./task-ops.ts";
 import { countUsage, lockSlots, slotsInUse, tenant, wakeParked } from "./tenant-ops.ts";
 import { endWait } from "./wait-ops.ts";
 
 /*
- * The engine's store operations: advancing a task, admitting, creating and ending its jobs,
- * and applying provider events (ARCHITECTURE §3.2, §3.5, §4.6). Every write starts by
- * asserting its lease, and locks in one order: the job key, the inbox row, the task, the job.
+ * Jobs at their providers: admitting one under its tenant's quotas, recording its creation,
+ * applying the events that move it, the reconciler's polls, and its end, which ends its step
+ * (ARCHITECTURE §3.2, §3.5, §4.3, §4.6). Every write starts by asserting its lease, and locks
+ * in one order: the job key, the inbox row, the task, the job.
  */
-
-/** A task with the steps it has stored, in order, for replay. No locks. */
-export async function loadForAdvance(
-  tx: Tx,
-  taskId: string,
-): Promise<{ task: TaskRow; history: StoredStep[] } | null> {
-  const task = await taskRow(tx, taskId);
-  if (!task) return null;
-  const steps = await tx.all<StepDbRow>("SELECT * FROM steps WHERE task_id = ? ORDER BY position", [taskId]);
-  return { task, history: steps.map(toStep) };
-}
 
 /** One job. No locks. */
 export async function getJob(tx: Tx, jobId: string): Promise<JobRow | null> {
@@ -47,42 +34,11 @@ export async function getJob(tx: Tx, jobId: string): Promise<JobRow | null> {
 }
 
 /**
- * Marks a non-terminal task running. Locks: the task. Emits `task.running` when it moves.
- * `ended`: the task has ended and the item is deleted. `parked`: a new task of a tenant at its
- * job limit (or over a parking budget) waits as pending, its item given back (ARCHITECTURE §4.6).
- */
-export async function beginAdvance(
-  tx: Tx,
-  lease: Lease,
-  taskId: string,
-): Promise<"started" | "ended" | "parked"> {
-  await assertLease(tx, lease);
-  const task = await lockTask(tx, taskId);
-  if (!task || isTerminalTask(task.status)) {
-    await removeItem(tx, lease);
-    return "ended";
-  }
-  if (task.status === "pending" && !(await hasRoom(tx, task.tenantId))) {
-    await park(tx, lease, tx.clock.now() + PARK_MS);
-    return "parked";
-  }
-  if (task.status !== "running") await setTaskStatus(tx, task, "running");
-  return "started";
-}
-
-async function hasRoom(tx: Tx, tenantId: string): Promise<boolean> {
-  const t = await tenant(tx, tenantId);
-  if (!t) return true;
-  const q = t.quotas;
-  if (q.budget_policy !== "reject" && overBudget(q, t.tokensThisPeriod)) return false;
-  return q.max_concurrent_jobs == null || (await slotsInUse(tx, tenantId)) < q.max_concurrent_jobs;
-}
-
-/**
- * Admits a job under its tenant's quotas before it is created at the provider. `ok`: go on
- * (the job now holds a slot). `parked`: the dispatch item waits, woken when a slot frees.
- * `rejected`: the tenant's token budget of this period is spent, with the `reject` policy.
- * Under a token budget the job reserves its declared max tokens (see `admitTokens`).
+ * Admits a job under its tenant's quotas before it is created at the provider, as core's
+ * `admitJob` decides from the tenant read under its slot lock. `ok`: go on (the job now
+ * holds a slot). `parked`: the dispatch item waits, woken when a slot frees. `rejected`: the
+ * tenant's token budget of this period is spent, with the `reject` policy. Under a token
+ * budget the job reserves its declared max tokens (see `admitTokens`).
  * Locks: the tenant's `job_slots` key when it has a quota, so two admissions never both take
  * its last free slot or both fit in the budget's last tokens. Emits nothing.
  */
@@ -98,89 +54,23 @@ export async function acquireJobSlot(
   );
   if (!known || known.slot) return "ok";
   let t = await tenant(tx, known.tenant_id);
-  const q = t?.quotas ?? {};
-  if (q.max_concurrent_jobs != null || q.token_budget != null) {
+  if (t && admissionLocks(t.quotas)) {
     await lockSlots(tx, known.tenant_id);
     // Read again under the lock: another admission may just have taken a slot or reserved tokens.
     t = await tenant(tx, known.tenant_id);
   }
-  const tokens = t ? admitTokens(t, known.max_tokens) : { verdict: "ok" as const, reserve: 0 };
-  if (tokens.verdict !== "ok") {
-    if (tokens.verdict === "parked") await park(tx, lease, tx.clock.now() + PARK_MS);
-    return tokens.verdict;
-  }
-  if (q.max_concurrent_jobs != null && (await slotsInUse(tx, known.tenant_id)) >= q.max_concurrent_jobs) {
-    await park(tx, lease, tx.clock.now() + PARK_MS);
-    return "parked";
+  // The slots in use only ever make the verdict worse: counted only when they can decide it.
+  const counted = t !== null && countsSlots(t.quotas) && admitJob(t, known.max_tokens, 0).verdict === "ok";
+  const admitted = admitJob(t, known.max_tokens, counted ? await slotsInUse(tx, known.tenant_id) : 0);
+  if (admitted.verdict !== "ok") {
+    if (admitted.verdict === "parked") await park(tx, lease, tx.clock.now() + PARK_MS);
+    return admitted.verdict;
   }
   await tx.run(`UPDATE jobs SET slot = ${tx.d.true}, reserved_tokens = ? WHERE id = ?`, [
-    tokens.reserve,
+    admitted.reserve,
     jobId,
   ]);
   return "ok";
-}
-
-/**
- * Stores a `step.run` outcome. Locks: the task. Emits `step.<status>` once the step has
- * ended. The primary key (task_id, step_id) and the status guard keep a stored outcome final.
- */
-export async function storeRunOutcome(tx: Tx, lease: Lease, taskId: string, o: RunOutcome): Promise<void> {
-  await assertLease(tx, lease);
-  const task = (await lockTask(tx, taskId))!;
-  const now = tx.clock.now();
-  const changed = await tx.run(
-    `INSERT INTO steps (task_id, step_id, position, kind, status, output, error, attempts, created_at, updated_at)
-     VALUES (?, ?, ?, 'run', ?, ?, ?, ?, ?, ?)
-     ON CONFLICT (task_id, step_id) DO UPDATE SET status = excluded.status, output = excluded.output,
-       error = excluded.error, attempts = excluded.attempts, updated_at = excluded.updated_at
-     WHERE steps.status = 'running'`,
-    [
-      taskId,
-      o.stepId,
-      o.position,
-      o.status,
-      o.status === "succeeded" ? json(o.output) : null,
-      o.status === "succeeded" ? null : json(o.error),
-      o.attempts,
-      now,
-      now,
-    ],
-  );
-  if (changed > 0 && o.status !== "running") {
-    tx.emit(task.tenantId, taskId, `step.${o.status}`, { step_id: o.stepId, kind: "run" });
-  }
-}
-
-/**
- * Ends an advance: deletes its item and moves the task as the replay decided. Locks: the
- * task. Emits the run's new `task.log` lines (ARCHITECTURE §4.4), then `task.<status>` when
- * it moves. Enqueues the retry's advance. A task that ended meanwhile (canceled) gets neither.
- */
-export async function finishAdvance(tx: Tx, lease: Lease, taskId: string, r: AdvanceResult): Promise<void> {
-  await assertLease(tx, lease);
-  const task = await lockTask(tx, taskId);
-  await removeItem(tx, lease);
-  if (!task || isTerminalTask(task.status)) return;
-  for (const line of r.logs ?? []) {
-    tx.emit(task.tenantId, taskId, "task.log", {
-      level: line.level,
-      message: line.message,
-      fields: line.fields,
-      step_position: line.stepPosition,
-    });
-  }
-  switch (r.kind) {
-    case "succeeded":
-      return setTaskStatus(tx, task, "succeeded", { output: r.output });
-    case "failed":
-      return setTaskStatus(tx, task, "failed", { error: r.error });
-    case "retry":
-      return tx.enqueue([advanceItem(task.tenantId, taskId, r.runAt)]);
-    case "timed_out":
-      return setTaskStatus(tx, task, "timed_out", { error: r.error });
-    case "suspended":
-      return setTaskStatus(tx, task, "waiting");
-  }
 }
 
 const jobRow = (tx: Tx, jobId: string, lock = false) =>
@@ -215,10 +105,13 @@ export async function recordJobCreated(
   const j = (await jobRow(tx, jobId, true))!;
   if (j.external_id !== null) return;
   const now = tx.clock.now();
-  await tx.run(
-    "UPDATE jobs SET external_id = ?, status = CASE WHEN status = 'pending' THEN ? ELSE status END, updated_at = ? WHERE id = ?",
-    [externalId, status, now, jobId],
-  );
+  // Read under the job's lock above, so the status decided from it is still the job's.
+  await tx.run("UPDATE jobs SET external_id = ?, status = ?, updated_at = ? WHERE id = ?", [
+    externalId,
+    statusOnCreated(j.status, status),
+    now,
+    jobId,
+  ]);
   tx.emit(j.tenant_id, j.task_id, "job.created", {
     step_id: j.step_id,
     job_id: jobId,
@@ -261,7 +154,7 @@ async function endJobStep(
     `UPDATE jobs SET status = ?, output = COALESCE(?, output), error = COALESCE(?, error),
        usage = COALESCE(?, usage), reserved_tokens = 0, updated_at = ? WHERE id = ?`,
     [
-      jobStatus,
+      jobMove(j.status, jobStatus),
       fields.output === undefined ? null : json(fields.output),
       fields.error ? json(fields.error) : null,
       fields.usage === undefined ? null : json(fields.usage),
@@ -377,7 +270,7 @@ export async function applyJobEvent(
     case "move":
       await markInbox(tx, inboxId, "applied", seen);
       await tx.run("UPDATE jobs SET status = ?, updated_at = ? WHERE id = ?", [
-        effect.to,
+        jobMove(j.status, effect.to),
         tx.clock.now(),
         j.id,
       ]);
