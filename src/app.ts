@@ -9,15 +9,7 @@ import { metaValueAt } from "./core/sealed-at.ts";
 import { OptionSettings } from "./core/settings.ts";
 import { checkSettings } from "./core/settings-check.ts";
 import type { TaskType } from "./core/task-type.ts";
-import {
-  type CancelAnswer,
-  embeddedCalls,
-  type SignalAnswer,
-  type SignalRequest,
-  type SubmitAnswer,
-  type SubmitRequest,
-  type TaskAnswer,
-} from "./embedded.ts";
+import { type EmbeddedCalls, embeddedCalls } from "./embedded.ts";
 import { providerRegistry, taskTypeRegistry } from "./engine/registry.ts";
 import type { Worker, WorkerOptions } from "./engine/worker.ts";
 import type { EventStreamsOptions } from "./http/event-streams.ts";
@@ -133,7 +125,8 @@ export {
   type TaskAnswer,
 } from "./embedded.ts";
 
-export interface Longhaul {
+/** A longhaul in this process: its parts, the embedded calls (`EmbeddedCalls`), and its lifecycle. */
+export interface Longhaul extends EmbeddedCalls {
   store: Store;
   server: FastifyInstance;
   worker: Worker | null;
@@ -145,25 +138,6 @@ export interface Longhaul {
   start(): void;
   /** The URL of `GET /metrics` on its own address (`metrics.listen`), once listening; else null. */
   readonly metricsUrl: string | null;
-  /**
-   * Submits a task as `POST /v1/tasks` does, with the same checks and errors (LonghaulError:
-   * VALIDATION_FAILED naming the field, TASK_TYPE_UNKNOWN, QUOTA_EXCEEDED, …). Without a
-   * tenant id, the default tenant (see `LonghaulOptions.tenant`).
-   */
-  submit(request: SubmitRequest): Promise<SubmitAnswer>;
-  submit(tenantId: string | undefined, request: SubmitRequest): Promise<SubmitAnswer>;
-  /** Sends a signal as `POST /v1/signals` does. */
-  signal(request: SignalRequest): Promise<SignalAnswer>;
-  signal(tenantId: string | undefined, request: SignalRequest): Promise<SignalAnswer>;
-  /**
-   * A task as `GET /v1/tasks/:id` answers it: status, output, steps with their jobs, and a
-   * waiting step's callback or approval links. TASK_NOT_FOUND for another tenant's.
-   */
-  get(taskId: string): Promise<TaskAnswer>;
-  get(tenantId: string | undefined, taskId: string): Promise<TaskAnswer>;
-  /** Cancels a task as `POST /v1/tasks/:id/cancel` does (TASK_NOT_FOUND for another tenant's). */
-  cancel(taskId: string): Promise<CancelAnswer>;
-  cancel(tenantId: string | undefined, taskId: string): Promise<CancelAnswer>;
   /**
    * Handles due work until none is left or `maxMs` (default 10 s) has passed, for a process
    * woken by a cron or a queue instead of running the worker loop; `start()` is not needed.

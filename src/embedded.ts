@@ -27,13 +27,25 @@ export type TaskAnswer = Static<typeof TaskDetail>;
 /** The tenant embedded calls act for when `tenant` is not set and the store holds none. */
 export const DEFAULT_TENANT_ID = "tn_default";
 
+/** The calls an embedding program makes without HTTP; a call without a tenant id acts for the default tenant. */
 export interface EmbeddedCalls {
+  /**
+   * Submits a task as `POST /v1/tasks` does, with the same checks and errors (LonghaulError:
+   * VALIDATION_FAILED naming the field, TASK_TYPE_UNKNOWN, QUOTA_EXCEEDED, …). Without a
+   * tenant id, the default tenant (see `LonghaulOptions.tenant`).
+   */
   submit(request: SubmitRequest): Promise<SubmitAnswer>;
   submit(tenantId: string | undefined, request: SubmitRequest): Promise<SubmitAnswer>;
+  /** Sends a signal as `POST /v1/signals` does. */
   signal(request: SignalRequest): Promise<SignalAnswer>;
   signal(tenantId: string | undefined, request: SignalRequest): Promise<SignalAnswer>;
+  /**
+   * A task as `GET /v1/tasks/:id` answers it: status, output, steps with their jobs, and a
+   * waiting step's callback or approval links. TASK_NOT_FOUND for another tenant's.
+   */
   get(taskId: string): Promise<TaskAnswer>;
   get(tenantId: string | undefined, taskId: string): Promise<TaskAnswer>;
+  /** Cancels a task as `POST /v1/tasks/:id/cancel` does (TASK_NOT_FOUND for another tenant's). */
   cancel(taskId: string): Promise<CancelAnswer>;
   cancel(tenantId: string | undefined, taskId: string): Promise<CancelAnswer>;
 }

@@ -1,6 +1,7 @@
+import type { LogLine } from "../core/task-log.ts";
 import type { WorkItemOf, WorkKind } from "../core/work-item.ts";
 import type { Lease } from "../store/store.ts";
-import { advanceTask } from "../usecases/advance-task.ts";
+import { advanceTask, type TaskLogSubject } from "../usecases/advance-task.ts";
 import { applyJobEvent } from "../usecases/apply-job-event.ts";
 import { cancelProviderJob } from "../usecases/cancel-provider-job.ts";
 import { deliverWebhook } from "../usecases/deliver-webhook.ts";
@@ -18,41 +19,21 @@ type Handlers = { [K in WorkKind]: (d: EngineDeps, item: WorkItemOf<K>, lease: L
  */
 export const handlers: Handlers = {
   async advance(d, item, lease) {
-    const r = await advanceTask(
-      {
-        tasks: d.store,
-        waits: d.store,
-        queue: d.store,
-        clock: d.clock,
-        taskTypes: d.taskTypes,
-        urls: d.urls,
-        pollAfterMs: d.pollAfterMs,
-        defaultWaitMs: d.defaultWaitMs,
-        defaultTimeoutMs: d.defaultTimeoutMs,
-        random: d.random,
-        onLog: (line, who) => d.log[line.level]({ ...who, fields: line.fields ?? undefined }, line.message),
-      },
-      { ...item.payload, lease, attempts: item.attempts },
-    );
-    if (r.kind === "retry") {
-      d.log.warn({ ...r.who, error: r.error, delayMs: r.delayMs }, "task will retry");
-    }
+    const onLog = (line: LogLine, who: TaskLogSubject) =>
+      d.log[line.level]({ ...who, fields: line.fields ?? undefined }, line.message);
+    const r = await advanceTask({ ...d, onLog }, { ...item.payload, lease, attempts: item.attempts });
+    if (r.kind === "retry") d.log.warn({ ...r.who, error: r.error, delayMs: r.delayMs }, "task will retry");
   },
 
   async dispatch(d, item, lease) {
-    const { jobId } = item.payload;
-    const r = await dispatchJob(
-      {
-        jobs: d.store,
-        queue: d.store,
-        clock: d.clock,
-        providers: d.providers,
-        webhookUrlFor: d.webhookUrlFor,
-      },
-      { ...item.payload, lease, attempts: item.attempts, maxAttempts: item.maxAttempts },
-    );
+    const r = await dispatchJob(d, {
+      ...item.payload,
+      lease,
+      attempts: item.attempts,
+      maxAttempts: item.maxAttempts,
+    });
     if (r.kind === "retrying") {
-      d.log.warn({ jobId, attempt: r.attempt, err: r.message }, "dispatch failed; will retry");
+      d.log.warn({ jobId: r.jobId, attempt: r.attempt, err: r.message }, "dispatch failed; will retry");
     }
   },
 
@@ -70,52 +51,31 @@ export const handlers: Handlers = {
   },
 
   async timeout(d, item, lease) {
-    await fireTimeout({ waits: d.store }, { ...item.payload, lease });
+    await fireTimeout(d, { ...item.payload, lease });
   },
 
   async reminder(d, item, lease) {
-    await fireReminder({ waits: d.store }, { ...item.payload, lease });
+    await fireReminder(d, { ...item.payload, lease });
   },
 
   async cancel_job(d, item, lease) {
-    await cancelProviderJob(
-      { jobs: d.store, queue: d.store, clock: d.clock, providers: d.providers },
-      { ...item.payload, lease, attempts: item.attempts },
-    );
+    await cancelProviderJob(d, { ...item.payload, lease, attempts: item.attempts });
   },
 
   async poll(d, item, lease) {
-    const { jobId } = item.payload;
-    const r = await pollJob(
-      {
-        jobs: d.store,
-        queue: d.store,
-        clock: d.clock,
-        providers: d.providers,
-        pollAfterMs: d.pollAfterMs,
-      },
-      { ...item.payload, lease, attempts: item.attempts },
-    );
+    const r = await pollJob(d, { ...item.payload, lease, attempts: item.attempts });
     if (r.kind === "refused") {
-      d.log.warn({ jobId, err: r.message }, "status poll refused; the job waits for its webhook or timeout");
+      d.log.warn(
+        { jobId: r.jobId, err: r.message },
+        "status poll refused; the job waits for its webhook or timeout",
+      );
     } else if (r.kind === "polled" && r.moved) {
-      d.log.info({ jobId, state: r.state }, "reconciler found a state the webhooks did not bring");
+      d.log.info({ jobId: r.jobId, state: r.state }, "reconciler found a state the webhooks did not bring");
     }
   },
 
   async maintenance(d, _item, lease) {
-    const pruned = await runMaintenance(
-      {
-        inbox: d.store,
-        outbound: d.store,
-        waits: d.store,
-        queue: d.store,
-        clock: d.clock,
-        dedupeHorizonMs: d.dedupeHorizonMs,
-        signalRetentionMs: d.signalRetentionMs,
-      },
-      { lease },
-    );
+    const pruned = await runMaintenance(d, { lease });
     if (pruned.inbox > 0) d.log.info({ pruned: pruned.inbox }, "pruned inbox events past the dedupe horizon");
     if (pruned.deliveries > 0) {
       d.log.info(

@@ -33,9 +33,7 @@ export type AdvanceTaskResult =
  */
 export async function advanceTask(
   d: {
-    tasks: AdvanceStore;
-    waits: WaitStore;
-    queue: QueueStore;
+    store: AdvanceStore & WaitStore & QueueStore;
     clock: Clock;
     taskTypes: { find(name: string): TaskType | undefined };
     urls: Pick<CapabilityUrls, "callback">;
@@ -49,9 +47,9 @@ export async function advanceTask(
   a: { taskId: string; lease: Lease; attempts: number },
 ): Promise<AdvanceTaskResult> {
   const { taskId, lease } = a;
-  const loaded = await d.tasks.loadForAdvance(taskId);
+  const loaded = await d.store.loadForAdvance(taskId);
   if (!loaded) {
-    await d.queue.complete(lease);
+    await d.store.complete(lease);
     return { kind: "skipped" };
   }
   const { task, history } = loaded;
@@ -63,10 +61,10 @@ export async function advanceTask(
         `No task type "${task.type}" is registered on this node; register it on every worker node.`,
       ),
     );
-    await d.tasks.finishAdvance(lease, taskId, { kind: "failed", error });
+    await d.store.finishAdvance(lease, taskId, { kind: "failed", error });
     return { kind: "failed", error };
   }
-  const begun = await d.tasks.beginAdvance(lease, taskId);
+  const begun = await d.store.beginAdvance(lease, taskId);
   if (begun !== "started") return { kind: begun === "parked" ? "parked" : "skipped" };
   const who: TaskLogSubject = {
     taskId,
@@ -76,7 +74,7 @@ export async function advanceTask(
     traceId: task.traceId,
   };
   const logs: LogLine[] = [];
-  const canceled = watchForCancel(d.tasks, taskId);
+  const canceled = watchForCancel(d.store, taskId);
   let result: RunResult;
   try {
     result = await runTask({
@@ -86,15 +84,15 @@ export async function advanceTask(
       signal: canceled.signal,
       history,
       ports: {
-        storeRunOutcome: (o) => d.tasks.storeRunOutcome(lease, taskId, o),
+        storeRunOutcome: (o) => d.store.storeRunOutcome(lease, taskId, o),
         registerWait: (w) =>
-          d.waits.registerWait(
+          d.store.registerWait(
             lease,
             taskId,
             w.kind === "job" ? { ...w, pollAfterMs: w.pollAfterMs ?? d.pollAfterMs } : w,
           ),
         callbackUrl: (s) => d.urls.callback(task.tenantId, taskId, s),
-        markHandedOff: (stepId) => d.waits.markHandedOff(lease, taskId, stepId),
+        markHandedOff: (stepId) => d.store.markHandedOff(lease, taskId, stepId),
         log: (line) => {
           logs.push(line);
           d.onLog?.(line, who);
@@ -112,7 +110,7 @@ export async function advanceTask(
     canceled.stop();
   }
   if (result.kind === "retry") {
-    await d.tasks.finishAdvance(lease, taskId, {
+    await d.store.finishAdvance(lease, taskId, {
       kind: "retry",
       runAt: d.clock.now() + result.delayMs,
       error: result.error,
@@ -120,7 +118,7 @@ export async function advanceTask(
     });
     return { ...result, who };
   }
-  await d.tasks.finishAdvance(lease, taskId, { ...result, logs });
+  await d.store.finishAdvance(lease, taskId, { ...result, logs });
   return result;
 }
 

@@ -10,26 +10,25 @@ import type { JobStore, Lease, QueueStore } from "../store/store.ts";
  */
 export async function cancelProviderJob(
   d: {
-    jobs: JobStore;
-    queue: QueueStore;
+    store: JobStore & QueueStore;
     clock: Clock;
     providers: { find(name: string): Provider | undefined };
   },
   a: { jobId: string; lease: Lease; attempts: number },
 ): Promise<{ kind: "skipped" | "canceled" } | { kind: "retrying"; message: string }> {
-  const job = await d.jobs.getJob(a.jobId);
+  const job = await d.store.getJob(a.jobId);
   const provider = job ? d.providers.find(job.provider) : undefined;
   if (!job?.externalId || !provider?.cancel) {
-    await d.queue.complete(a.lease);
+    await d.store.complete(a.lease);
     return { kind: "skipped" };
   }
   try {
     await provider.cancel(job.externalId);
-    await d.queue.complete(a.lease);
+    await d.store.complete(a.lease);
     return { kind: "canceled" };
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
-    await d.queue.fail(a.lease, message, d.clock.now() + backoffMs(a.attempts));
+    await d.store.fail(a.lease, message, d.clock.now() + backoffMs(a.attempts));
     return { kind: "retrying", message };
   }
 }

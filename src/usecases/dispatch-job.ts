@@ -10,7 +10,7 @@ export type DispatchJobResult =
   | { kind: "parked" }
   | { kind: "created"; externalId: string }
   | { kind: "failed"; code: "PROVIDER_UNKNOWN" | "BUDGET_EXCEEDED" | "PROVIDER_ERROR" }
-  | { kind: "retrying"; attempt: number; message: string };
+  | { kind: "retrying"; jobId: string; attempt: number; message: string };
 
 /**
  * Creates a job at its provider. The idempotency key `task:step` goes with every attempt,
@@ -22,8 +22,7 @@ export type DispatchJobResult =
  */
 export async function dispatchJob(
   d: {
-    jobs: JobStore;
-    queue: QueueStore;
+    store: JobStore & QueueStore;
     clock: Clock;
     providers: { find(name: string): Provider | undefined };
     webhookUrlFor: (provider: string) => string;
@@ -31,22 +30,22 @@ export async function dispatchJob(
   a: { jobId: string; lease: Lease; attempts: number; maxAttempts: number },
 ): Promise<DispatchJobResult> {
   const { jobId, lease } = a;
-  const job = await d.jobs.getJob(jobId);
+  const job = await d.store.getJob(jobId);
   if (!job || job.externalId !== null || isTerminalJob(job.status)) {
-    await d.queue.complete(lease);
+    await d.store.complete(lease);
     return { kind: "skipped" };
   }
   const failJob = async (
     code: "PROVIDER_UNKNOWN" | "BUDGET_EXCEEDED" | "PROVIDER_ERROR",
     message: string,
   ) => {
-    await d.jobs.failJob(lease, jobId, toErrorInfo(new LonghaulError(code, message)));
+    await d.store.failJob(lease, jobId, toErrorInfo(new LonghaulError(code, message)));
     return { kind: "failed" as const, code };
   };
   const provider = d.providers.find(job.provider);
   if (!provider)
     return failJob("PROVIDER_UNKNOWN", `No provider "${job.provider}" is configured on this node.`);
-  const admitted = await d.jobs.acquireJobSlot(lease, jobId);
+  const admitted = await d.store.acquireJobSlot(lease, jobId);
   if (admitted === "parked") return { kind: "parked" };
   if (admitted === "rejected") {
     return failJob(
@@ -63,7 +62,7 @@ export async function dispatchJob(
       taskId: job.taskId,
       stepId: job.stepId,
     });
-    await d.jobs.recordJobCreated(lease, jobId, created.jobId, created.status);
+    await d.store.recordJobCreated(lease, jobId, created.jobId, created.status);
     return { kind: "created", externalId: created.jobId };
   } catch (err) {
     const retriable = !(err instanceof ProviderError) || err.retriable;
@@ -74,7 +73,7 @@ export async function dispatchJob(
         `${job.provider} refused to create the job after ${a.attempts} attempt(s): ${message}`,
       );
     }
-    await d.queue.fail(lease, message, d.clock.now() + backoffMs(a.attempts, { baseMs: 500, maxMs: 60_000 }));
-    return { kind: "retrying", attempt: a.attempts, message };
+    await d.store.fail(lease, message, d.clock.now() + backoffMs(a.attempts, { baseMs: 500, maxMs: 60_000 }));
+    return { kind: "retrying", jobId, attempt: a.attempts, message };
   }
 }

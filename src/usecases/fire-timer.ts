@@ -6,10 +6,10 @@ import type { Lease, WaitStore } from "../store/store.ts";
  * policy (a durable timer, ARCHITECTURE §4.4). True when it timed out.
  */
 export function fireTimeout(
-  d: { waits: WaitStore },
+  d: { store: WaitStore },
   a: { taskId: string; stepId: string; lease: Lease },
 ): Promise<boolean> {
-  return d.waits.fireTimeout(a.lease, a.taskId, a.stepId);
+  return d.store.fireTimeout(a.lease, a.taskId, a.stepId);
 }
 
 /**
@@ -17,8 +17,8 @@ export function fireTimeout(
  * still waits. True when it was told.
  */
 export function fireReminder(
-  d: { waits: WaitStore },
+  d: { store: WaitStore },
   a: { taskId: string; stepId: string; type: ReminderType; lease: Lease },
 ): Promise<boolean> {
-  return d.waits.fireReminder(a.lease, a.taskId, a.stepId, a.type);
+  return d.store.fireReminder(a.lease, a.taskId, a.stepId, a.type);
 }

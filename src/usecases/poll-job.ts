@@ -8,9 +8,9 @@ import { POLL_SOURCE } from "./apply-job-event.ts";
 
 export type PollJobResult =
   | { kind: "skipped" }
-  | { kind: "refused"; message: string }
-  | { kind: "retrying"; message: string }
-  | { kind: "polled"; state: string; moved: boolean };
+  | { kind: "refused"; jobId: string; message: string }
+  | { kind: "retrying"; jobId: string; message: string }
+  | { kind: "polled"; jobId: string; state: string; moved: boolean };
 
 /**
  * The reconciler, one job at a time: a job with no terminal event past its poll-after time
@@ -21,8 +21,7 @@ export type PollJobResult =
  */
 export async function pollJob(
   d: {
-    jobs: JobStore;
-    queue: QueueStore;
+    store: JobStore & QueueStore;
     clock: Clock;
     providers: { find(name: string): Provider | undefined };
     /** The first poll's delay, which later ones back off from. */
@@ -31,10 +30,10 @@ export async function pollJob(
   a: { jobId: string; attempt: number; lease: Lease; attempts: number },
 ): Promise<PollJobResult> {
   const { jobId, lease } = a;
-  const job = await d.jobs.getJob(jobId);
+  const job = await d.store.getJob(jobId);
   const provider = job ? d.providers.find(job.provider) : undefined;
   if (!job?.externalId || isTerminalJob(job.status) || !provider?.status) {
-    await d.queue.complete(lease);
+    await d.store.complete(lease);
     return { kind: "skipped" };
   }
   let snapshot: Awaited<ReturnType<NonNullable<typeof provider.status>>>;
@@ -43,11 +42,11 @@ export async function pollJob(
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     if (err instanceof ProviderError && !err.retriable) {
-      await d.queue.complete(lease);
-      return { kind: "refused", message };
+      await d.store.complete(lease);
+      return { kind: "refused", jobId, message };
     }
-    await d.queue.fail(lease, message, d.clock.now() + backoffMs(a.attempts, { baseMs: 2000 }));
-    return { kind: "retrying", message };
+    await d.store.fail(lease, message, d.clock.now() + backoffMs(a.attempts, { baseMs: 2000 }));
+    return { kind: "retrying", jobId, message };
   }
   const ev = briefEventFromSnapshot({ ...snapshot, jobId: job.externalId });
   const moved = ev !== null && nextJobStatus(job.status, ev.type as never) !== null;
@@ -60,6 +59,6 @@ export async function pollJob(
         runAt: d.clock.now() + backoffMs(a.attempt + 1, { baseMs: d.pollAfterMs, maxMs: 60 * 60_000 }),
         attempt: a.attempt + 1,
       };
-  await d.jobs.recordPoll(lease, jobId, event, next);
-  return { kind: "polled", state: snapshot.status, moved };
+  await d.store.recordPoll(lease, jobId, event, next);
+  return { kind: "polled", jobId, state: snapshot.status, moved };
 }

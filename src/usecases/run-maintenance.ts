@@ -14,10 +14,7 @@ export const DELIVERY_RETENTION_MS = 30 * 86_400_000;
  */
 export async function runMaintenance(
   d: {
-    inbox: InboxStore;
-    outbound: OutboundStore;
-    waits: WaitStore;
-    queue: QueueStore;
+    store: InboxStore & OutboundStore & WaitStore & QueueStore;
     clock: Clock;
     /** Inbox rows older than this are pruned; it must cover every provider's retry horizon. */
     dedupeHorizonMs: number;
@@ -28,11 +25,11 @@ export async function runMaintenance(
 ): Promise<{ inbox: number; deliveries: number; signals: number }> {
   const now = d.clock.now();
   const pruned = {
-    inbox: await d.inbox.pruneInbox(now - d.dedupeHorizonMs),
-    deliveries: await d.outbound.pruneDeliveries(now - DELIVERY_RETENTION_MS),
-    signals: await d.waits.pruneSignals(now - d.signalRetentionMs),
+    inbox: await d.store.pruneInbox(now - d.dedupeHorizonMs),
+    deliveries: await d.store.pruneDeliveries(now - DELIVERY_RETENTION_MS),
+    signals: await d.store.pruneSignals(now - d.signalRetentionMs),
   };
-  await d.queue.enqueue([maintenanceItem(d.clock.now() + MAINTENANCE_EVERY_MS)]);
-  await d.queue.complete(a.lease);
+  await d.store.enqueue([maintenanceItem(d.clock.now() + MAINTENANCE_EVERY_MS)]);
+  await d.store.complete(a.lease);
   return pruned;
 }
