@@ -46,6 +46,19 @@ function signed(id: string, body: string): Record<string, string> {
   };
 }
 
+/** A provider whose jobs a signed webhook to `/hooks/fake` reports on. */
+const withFakeSource = {
+  providers: [
+    {
+      name: "fake",
+      create: async () => ({ jobId: "j", status: "running" as const }),
+      parseEvent: parseBriefEvent,
+    },
+  ],
+  sources: { fake: { provider: "fake", scheme: "standard-webhooks", secrets: [SECRET] } },
+  publicUrl: "https://app.example.com",
+};
+
 describe("lh.fetch reads a body only as far as the route's limit", () => {
   const tmp = tempDir();
   let lh: Longhaul;
@@ -54,15 +67,7 @@ describe("lh.fetch reads a body only as far as the route's limit", () => {
     lh = await createLonghaul({
       databaseUrl: `sqlite:${join(tmp.dir, "fetch.db")}`,
       tasks: [defineTask("noop", async () => 1)],
-      providers: [
-        {
-          name: "fake",
-          create: async () => ({ jobId: "j", status: "running" }),
-          parseEvent: parseBriefEvent,
-        },
-      ],
-      sources: { fake: { provider: "fake", scheme: "standard-webhooks", secrets: [SECRET] } },
-      publicUrl: "https://app.example.com",
+      ...withFakeSource,
       logger: captureLog().log,
       role: "api",
     });
@@ -158,15 +163,7 @@ describe("lh.fetch without a client address counts no shared bucket", () => {
     logs = captureLog("warn");
     lh = await createLonghaul({
       databaseUrl: `sqlite:${join(tmp.dir, "limits.db")}`,
-      providers: [
-        {
-          name: "fake",
-          create: async () => ({ jobId: "j", status: "running" }),
-          parseEvent: parseBriefEvent,
-        },
-      ],
-      sources: { fake: { provider: "fake", scheme: "standard-webhooks", secrets: [SECRET] } },
-      publicUrl: "https://app.example.com",
+      ...withFakeSource,
       logger: logs.log,
       role: "api",
       limits: { unauthenticated_per_min: 3, hooks_per_min: 3, approvals_per_min: 3 },

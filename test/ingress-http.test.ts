@@ -1,27 +1,14 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import http from "node:http";
-import { Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
-import { pino } from "pino";
 import { signSlack } from "../src/ingress/slack.ts";
 import { signStandardWebhook } from "../src/webhooks/standard-webhooks.ts";
+import { captureLog } from "./helpers.ts";
 import { HMAC_SECRET, type IngressStack, rawRequest, startIngressStack } from "./ingress-stack.ts";
 import { SIM_SECRET, type Stack, startStack } from "./stack.ts";
 
 const nowS = () => Math.floor(Date.now() / 1000);
-
-/** A logger at info whose lines are kept, parsed, in `lines`. */
-function captureLog() {
-  const lines: Record<string, unknown>[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString("utf8").split("\n")) if (line) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { lines, logger: pino({ level: "info" }, sink) };
-}
 
 async function post(url: string, headers: Record<string, string>, body: string | Buffer) {
   const res = await fetch(url, {
@@ -174,7 +161,7 @@ describe("webhook ingress over HTTP, on the whole stack", () => {
   });
 
   test("a webhook answered ahead of the router is logged as the router logs a request", async () => {
-    const { lines, logger } = captureLog();
+    const { lines, log: logger } = captureLog();
     const logged = await startStack({ logger });
     try {
       const b = body("evt_logged");
@@ -193,7 +180,7 @@ describe("webhook ingress over HTTP, on the whole stack", () => {
     }
   });
   test("a store failure is a 500 INTERNAL, logged with its error, ahead of the router and through it", async () => {
-    const { lines, logger } = captureLog();
+    const { lines, log: logger } = captureLog();
     const failing = await startStack({ logger });
     try {
       failing.store.recordEvent = async () => {
@@ -221,7 +208,7 @@ describe("webhook ingress over HTTP, on the whole stack", () => {
 describe("webhook ingress over HTTP, every scheme", () => {
   let stack: IngressStack;
   /** What the server logged, one parsed JSON line each. */
-  const { lines: logged, logger } = captureLog();
+  const { lines: logged, log: logger } = captureLog();
   before(async () => {
     stack = await startIngressStack({
       logger,
