@@ -1,9 +1,9 @@
 import { useState } from "preact/hooks";
 import type { TaskStep as Step } from "../../src/client/index.ts";
 import { ApiError, request } from "./api.ts";
-import { CLAIM_LABEL, CLAIM_TITLE, decidedBy } from "./decided-by.ts";
+import { decidedBy } from "./decided-by.ts";
 import { pathOf } from "./format.ts";
-import { When } from "./ui.tsx";
+import { ClaimMark, When } from "./ui.tsx";
 
 const NAME_KEY = "longhaul.approverName";
 
@@ -132,14 +132,7 @@ function DecidedBy({ d }: { d: { approver: string; claimed_by?: string | undefin
   return (
     <>
       <strong>{who.name}</strong>
-      {who.claimed ? (
-        <>
-          {" "}
-          <span class="claim" title={CLAIM_TITLE}>
-            ({CLAIM_LABEL})
-          </span>
-        </>
-      ) : null}
+      <ClaimMark claimed={who.claimed} />
     </>
   );
 }

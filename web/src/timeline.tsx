@@ -6,9 +6,9 @@ import type {
   TimelineEvent,
   Verdict,
 } from "../../src/client/index.ts";
-import { CLAIM_LABEL, CLAIM_TITLE, decidedBy } from "./decided-by.ts";
+import { decidedBy } from "./decided-by.ts";
 import { label, preciseTime } from "./format.ts";
-import { Badge } from "./ui.tsx";
+import { Badge, ClaimMark } from "./ui.tsx";
 
 const verdictText: Record<Verdict, string> = {
   applied: "applied",
@@ -103,15 +103,8 @@ function eventLine(
       title: (
         <>
           <b>{who.name}</b>
-          {who.claimed ? (
-            <>
-              {" "}
-              <span class="claim" title={CLAIM_TITLE}>
-                ({CLAIM_LABEL})
-              </span>
-            </>
-          ) : null}{" "}
-          {d.decision === "approve" ? "approved" : "rejected"} step <b>{step}</b>
+          <ClaimMark claimed={who.claimed} /> {d.decision === "approve" ? "approved" : "rejected"} step{" "}
+          <b>{step}</b>
         </>
       ),
       detail: d.comment ? <>“{String(d.comment)}”</> : undefined,

@@ -2,6 +2,7 @@ import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
 import type { ErrorInfo } from "../../src/client/index.ts";
 import type { ApiError } from "./api.ts";
+import { CLAIM_LABEL, CLAIM_TITLE } from "./decided-by.ts";
 import { hintFor } from "./error-hints.ts";
 import { ago, json, label, shortTime } from "./format.ts";
 import type { LiveState } from "./live.ts";
@@ -121,5 +122,18 @@ export function CopyText({ text }: { text: string }) {
         {copied ? "copied" : "copy"}
       </button>
     </span>
+  );
+}
+
+/** " (claimed)" after a name typed on an anonymous approval link; nothing for a verified one. */
+export function ClaimMark({ claimed }: { claimed: boolean }) {
+  if (!claimed) return null;
+  return (
+    <>
+      {" "}
+      <span class="claim" title={CLAIM_TITLE}>
+        ({CLAIM_LABEL})
+      </span>
+    </>
   );
 }
