@@ -1,13 +1,12 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
-import { type CryptoKey, exportJWK, generateKeyPair, SignJWT } from "jose";
+import { type CryptoKey, SignJWT } from "jose";
 import { defineTask } from "../src/core/task-type.ts";
 import { geminiProvider } from "../src/providers/gemini/gemini-provider.ts";
 import { type GeminiStandin, startGeminiStandin } from "./fixtures/gemini-standin.ts";
 import { waitFor } from "./helpers.ts";
+import { startJwksServer } from "./jwks-server.ts";
 import { type Stack, startStack } from "./stack.ts";
 
 // A Gemini per-request webhook source (a Google-issued JWT in webhook-signature, no body hash)
@@ -20,7 +19,7 @@ const AUDIENCE = "https://hooks.example.com/hooks/gemini";
 const WAIT_MS = 20_000;
 
 let privateKey: CryptoKey;
-let jwksServer: Server;
+let closeJwks: () => Promise<void> = async () => {};
 let gemini: GeminiStandin;
 let stack: Stack;
 let minted = 0;
@@ -112,16 +111,10 @@ const succeeded = (taskId: string) =>
   );
 
 before(async () => {
-  const keys = await generateKeyPair("RS256", { extractable: true });
+  const keys = await startJwksServer("/jwks");
   privateKey = keys.privateKey;
-  const jwks = {
-    keys: [{ ...(await exportJWK(keys.publicKey)), kid: "google-1", alg: "RS256", use: "sig" }],
-  };
-  jwksServer = createServer((_req, res) =>
-    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(jwks)),
-  );
-  await new Promise<void>((resolve) => jwksServer.listen(0, "127.0.0.1", resolve));
-  const jwksUrl = `http://127.0.0.1:${(jwksServer.address() as AddressInfo).port}/jwks`;
+  closeJwks = keys.close;
+  const jwksUrl = keys.jwksUrl;
   gemini = await startGeminiStandin(KEY);
   const source = { provider: "gemini", scheme: "jwt", jwks_url: jwksUrl, issuer: ISSUER, audience: AUDIENCE };
   stack = await startStack({
@@ -151,7 +144,7 @@ before(async () => {
 after(async () => {
   await stack?.close();
   await gemini?.close();
-  await new Promise<void>((resolve) => jwksServer.close(() => resolve()));
+  await closeJwks();
 });
 
 describe("a source that confirms its events with the provider", () => {

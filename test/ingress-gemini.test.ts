@@ -1,11 +1,10 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
-import { type CryptoKey, exportJWK, generateKeyPair, type JWTPayload, SignJWT } from "jose";
+import { type CryptoKey, type JWTPayload, SignJWT } from "jose";
 import { signStandardWebhook } from "../src/webhooks/standard-webhooks.ts";
 import { type IngressStack, startIngressStack } from "./ingress-stack.ts";
+import { startJwksServer } from "./jwks-server.ts";
 
 // Stand-ins for what Gemini's per-request webhooks carry: an RS256 token from Google's key set,
 // in webhook-signature, next to webhook-id and webhook-timestamp. The key pair is made here and
@@ -20,7 +19,7 @@ const envelope = (id: string) =>
   Buffer.from(JSON.stringify({ type: "batch.succeeded", data: { id: `batches/${id}` } }));
 
 let privateKey: CryptoKey;
-let jwksServer: Server;
+let closeJwks: () => Promise<void> = async () => {};
 let stack: IngressStack;
 let tokens = 0;
 
@@ -57,16 +56,10 @@ const eventIds = (source: string) =>
   ).map((r) => r.event_id);
 
 before(async () => {
-  const keys = await generateKeyPair("RS256", { extractable: true });
+  const keys = await startJwksServer("/oauth2/v3/certs");
   privateKey = keys.privateKey;
-  const jwks = {
-    keys: [{ ...(await exportJWK(keys.publicKey)), kid: "google-1", alg: "RS256", use: "sig" }],
-  };
-  jwksServer = createServer((_req, res) =>
-    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(jwks)),
-  );
-  await new Promise<void>((resolve) => jwksServer.listen(0, "127.0.0.1", resolve));
-  const jwksUrl = `http://127.0.0.1:${(jwksServer.address() as AddressInfo).port}/oauth2/v3/certs`;
+  closeJwks = keys.close;
+  const jwksUrl = keys.jwksUrl;
   stack = await startIngressStack({
     extra: {
       // A dynamic (per-request) source, as the README configures it.
@@ -95,7 +88,7 @@ before(async () => {
 
 after(async () => {
   await stack.close();
-  await new Promise<void>((resolve) => jwksServer.close(() => resolve()));
+  await closeJwks();
 });
 
 describe("Gemini per-request (dynamic) webhooks", () => {
