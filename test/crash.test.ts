@@ -70,7 +70,8 @@ test("SIGKILL with 30 tasks in flight, then a restart on the same data: all 30 s
       assert.equal(r.status, 202);
       ids.push(r.body.task_id);
     }
-    await sleep(150);
+    // Kill as soon as the first job is out at the provider, not after a fixed time.
+    await waitFor(async () => (await api("/v1/tasks?status=waiting&limit=1")).body.data.length > 0);
     const done = await api("/v1/tasks?status=succeeded&limit=200");
     assert.ok(done.body.data.length < 30, "the kill must land while tasks are in flight");
     await d.kill();

@@ -13,6 +13,7 @@ import { ProviderError } from "../src/providers/provider.ts";
 import { runModel } from "../src/providers/sim/llm.ts";
 import { simProvider } from "../src/providers/sim/sim-provider.ts";
 import { type Simulator, type SimulatorOptions, startSimulator } from "../src/providers/sim/simulator.ts";
+import { waitFor } from "./helpers.ts";
 
 const SECRET = "whsec_c2ltdWxhdG9yIHRlc3Qgc2VjcmV0IGZvciBsb25naGF1bA==";
 
@@ -222,7 +223,7 @@ test("an event answered 500 twice is redelivered with the same webhook-id until 
       nowMs: Date.now(),
     });
   }
-  await sleep(80);
+  await waitFor(() => sim.stats().deliveries === 2, 10_000, "the sim to count the 200");
   assert.equal(
     received.filter((r) => r.event.type === "job.succeeded").length,
     3,
@@ -313,7 +314,7 @@ test("drop=1 sends no event, yet a status poll reports the job succeeded", async
   const sim = await startSim({ chaos: { drop: 1 } });
   const provider = simProvider({ baseUrl: sim.url });
   const { jobId } = await provider.create(jobRequest("t_9:silent", { text: "quiet" }, receiver.url));
-  await sleep(150);
+  await waitFor(() => sim.stats().dropped === 2, 10_000, "both events dropped");
   assert.equal(receiver.received.length, 0);
   const snapshot = await provider.status!(jobId);
   assert.equal(snapshot.status, "succeeded");

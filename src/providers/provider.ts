@@ -46,6 +46,11 @@ export interface Provider {
   fetchResult?(jobId: string): Promise<{ output: unknown; usage?: JobUsage | undefined }>;
 }
 
+/** Finds a registered provider by name (the engine's provider registry, or a test's map). */
+export interface ProviderLookup {
+  find(name: string): Provider | undefined;
+}
+
 export class ProviderError extends Error {
   override readonly name = "ProviderError";
   readonly retriable: boolean;

@@ -1,6 +1,6 @@
 import type { ProviderEvent } from "../core/provider-event.ts";
 import { briefEventFromSnapshot, parseBriefEvent } from "../providers/brief-event.ts";
-import { type Provider, ProviderError } from "../providers/provider.ts";
+import { type Provider, ProviderError, type ProviderLookup } from "../providers/provider.ts";
 import type { ApplyOutcome, InboxEventRow, InboxStore, JobStore, Lease, QueueStore } from "../store/store.ts";
 
 /** The source name the reconciler's synthesized events are recorded under; they are in the brief's shape. */
@@ -28,7 +28,7 @@ export async function applyJobEvent(
   d: {
     inbox: InboxStore & Pick<JobStore, "applyJobEvent">;
     queue: QueueStore;
-    providers: { find(name: string): Provider | undefined };
+    providers: ProviderLookup;
     confirmSources?: ReadonlySet<string>;
   },
   a: { inboxId: string; lease: Lease },

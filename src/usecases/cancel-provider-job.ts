@@ -1,7 +1,8 @@
 import { backoffMs } from "../core/backoff.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Provider } from "../providers/provider.ts";
-import type { JobStore, Lease, QueueStore } from "../store/store.ts";
+import type { Lease } from "../store/store.ts";
+import type { JobWorkDeps } from "./job-deps.ts";
 
 /**
  * Asks the provider to stop a job whose task was canceled or whose wait timed out. Best
@@ -9,11 +10,7 @@ import type { JobStore, Lease, QueueStore } from "../store/store.ts";
  * call retries with backoff until the item's attempts run out.
  */
 export async function cancelProviderJob(
-  d: {
-    store: JobStore & QueueStore;
-    clock: Clock;
-    providers: { find(name: string): Provider | undefined };
-  },
+  d: JobWorkDeps,
   a: { jobId: string; lease: Lease; attempts: number },
 ): Promise<{ kind: "skipped" | "canceled" } | { kind: "retrying"; message: string }> {
   const job = await d.store.getJob(a.jobId);

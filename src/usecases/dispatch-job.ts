@@ -3,7 +3,8 @@ import type { Clock } from "../core/clock.ts";
 import { LonghaulError, toErrorInfo } from "../core/errors.ts";
 import { isTerminalJob } from "../core/job.ts";
 import { type Provider, ProviderError } from "../providers/provider.ts";
-import type { JobStore, Lease, QueueStore } from "../store/store.ts";
+import type { Lease } from "../store/store.ts";
+import type { JobWorkDeps } from "./job-deps.ts";
 
 export type DispatchJobResult =
   | { kind: "skipped" }
@@ -21,10 +22,7 @@ export type DispatchJobResult =
  * attempt. Other failures retry with backoff.
  */
 export async function dispatchJob(
-  d: {
-    store: JobStore & QueueStore;
-    clock: Clock;
-    providers: { find(name: string): Provider | undefined };
+  d: JobWorkDeps & {
     webhookUrlFor: (provider: string) => string;
   },
   a: { jobId: string; lease: Lease; attempts: number; maxAttempts: number },

@@ -3,8 +3,9 @@ import type { Clock } from "../core/clock.ts";
 import { isTerminalJob, nextJobStatus } from "../core/job.ts";
 import { briefEventFromSnapshot } from "../providers/brief-event.ts";
 import { type Provider, ProviderError } from "../providers/provider.ts";
-import type { JobStore, Lease, QueueStore } from "../store/store.ts";
+import type { Lease } from "../store/store.ts";
 import { POLL_SOURCE } from "./apply-job-event.ts";
+import type { JobWorkDeps } from "./job-deps.ts";
 
 export type PollJobResult =
   | { kind: "skipped" }
@@ -20,10 +21,7 @@ export type PollJobResult =
  * ends them (the job waits for its webhook or its timeout).
  */
 export async function pollJob(
-  d: {
-    store: JobStore & QueueStore;
-    clock: Clock;
-    providers: { find(name: string): Provider | undefined };
+  d: JobWorkDeps & {
     /** The first poll's delay, which later ones back off from. */
     pollAfterMs: number;
   },
