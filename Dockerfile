@@ -1,6 +1,6 @@
 # longhaul as a container image (README "Deploy"). Stage 1 builds and packs the package as it is
-# published; stage 2 installs only that tarball and its production dependencies, and runs the
-# installed `longhaul` command as the unprivileged `node` user.
+# published; stage 2 unpacks only that tarball, installs its production dependencies from the
+# lock file, and runs its `longhaul` command as the unprivileged `node` user.
 #
 #   docker build -t longhaul .
 #   docker run --rm -e LONGHAUL_DATABASE_URL=postgres://… longhaul migrate
@@ -23,18 +23,27 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY . .
 RUN npm run build && npm pack --ignore-scripts --pack-destination /pkg
 
-# Stage 2: the tarball and its production dependencies only.
+# Stage 2: the package from its tarball, and its production dependencies from the lock file
+# (the versions CI tested, not whatever the registry holds today). /app is the package itself,
+# so a config copied into /app imports "longhaul" by the package's own name. Install scripts are
+# skipped (the package's own `prepare` would build); better-sqlite3's native module is then
+# built or fetched by its own script alone.
 FROM node:${NODE_VERSION}-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build /pkg/ /tmp/pkg/
-RUN cp /tmp/pkg/longhaul-*.tgz /app/ \
-  && npm install --omit=dev --no-audit --no-fund ./longhaul-*.tgz \
+COPY --from=build /src/package-lock.json /tmp/pkg/
+RUN tar -xzf /tmp/pkg/longhaul-*.tgz -C /app --strip-components=1 \
+  && cp /tmp/pkg/package-lock.json /app/ \
+  && npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+  && npm rebuild better-sqlite3 \
   && rm -rf /tmp/pkg /root/.npm \
   && mkdir /app/.longhaul && chown node:node /app/.longhaul
 USER node
 EXPOSE 8787
+# Liveness only: a database outage must not restart a healthy container (/readyz says whether
+# the store answers; compose.yaml probes it for the api).
 HEALTHCHECK --interval=10s --timeout=5s --start-period=20s --retries=3 \
-  CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.LONGHAUL_PORT || process.env.PORT || 8787}/healthz`).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-ENTRYPOINT ["node", "/app/node_modules/longhaul/bin/longhaul.mjs"]
+  CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.LONGHAUL_PORT || process.env.PORT || 8787}/livez`).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+ENTRYPOINT ["node", "/app/bin/longhaul.mjs"]
 CMD ["serve"]

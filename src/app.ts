@@ -84,6 +84,7 @@ export interface LonghaulOptions {
   limits?: LimitsConfig;
   clock?: Clock;
   ids?: IdGenerator;
+  /** Default: pino at `LONGHAUL_LOG_LEVEL`, else `warn`, so a host app's stdout stays quiet. */
   logger?: Logger;
   /**
    * The dashboard at `GET /`. `devApiKey` (set by `longhaul dev` only) opens it signed in as
@@ -169,7 +170,9 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
   );
   const limits = resolveLimits(opts.limits);
   const clock = opts.clock ?? systemClock;
-  const log = opts.logger ?? pino(safeLoggerOptions(process.env.LONGHAUL_LOG_LEVEL ?? "info"));
+  // Embedded in a host app, longhaul keeps its stdout quiet: warnings and errors only, unless
+  // LONGHAUL_LOG_LEVEL or a logger says otherwise. `longhaul serve` logs at info.
+  const log = opts.logger ?? pino(safeLoggerOptions(process.env.LONGHAUL_LOG_LEVEL ?? "warn"));
   const secrets = secretBoxFrom(opts.secretKeys);
   if (opts.metrics?.listen !== undefined) parseListen(opts.metrics.listen);
   const role = opts.role ?? "all";

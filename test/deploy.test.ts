@@ -1,8 +1,10 @@
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { copyFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { test } from "node:test";
+import { promisify } from "node:util";
 import { parse } from "yaml";
 import { freePort, sleep, tempDir, waitFor } from "./helpers.ts";
 import { dropSchemas, freshSchemaName, pgAvailableOrReport, pgUnreachable, pgUrl } from "./pg-env.ts";
@@ -10,6 +12,7 @@ import {
   installOrSkip,
   jsonApi,
   node,
+  npm,
   packTarball,
   ROOT,
   type Running,
@@ -37,7 +40,7 @@ interface Service {
   ports?: string[];
   deploy?: { replicas?: number };
   depends_on?: Record<string, { condition: string }>;
-  healthcheck?: unknown;
+  healthcheck?: { test?: unknown; disable?: boolean };
 }
 
 /** The instructions of the Dockerfile, line continuations joined, comments left out. */
@@ -109,17 +112,31 @@ test("the Dockerfile builds in one stage and runs the installed package, unprivi
     "stage 1 builds and packs",
   );
   assert.match(run!.from, /^node:24-slim$/);
+  const stage2Run = run!.ops
+    .filter((o) => o.op === "RUN")
+    .map((o) => o.args)
+    .join("\n");
+  assert.match(
+    stage2Run,
+    /tar -xzf \/tmp\/pkg\/longhaul-\*\.tgz -C \/app --strip-components=1/,
+    "stage 2 unpacks the tarball",
+  );
+  assert.match(stage2Run, /cp \/tmp\/pkg\/package-lock\.json \/app\//, "with the lock file of the build");
+  assert.match(
+    stage2Run,
+    /npm ci --omit=dev --ignore-scripts/,
+    "stage 2 installs production dependencies only, from the lock file",
+  );
+  assert.match(stage2Run, /npm rebuild better-sqlite3/, "and builds the native module");
   assert.ok(
-    run!.ops.some((o) => o.op === "RUN" && /npm install --omit=dev .*\.\/longhaul-\*\.tgz/.test(o.args)),
-    "stage 2 installs the tarball with production dependencies only",
+    run!.ops.some((o) => o.op === "COPY" && o.args === "--from=build /src/package-lock.json /tmp/pkg/"),
+    "the lock file comes from the build stage",
   );
   assert.equal(last(run!.ops, "USER"), "node");
   assert.equal(last(run!.ops, "EXPOSE"), "8787");
-  assert.match(last(run!.ops, "HEALTHCHECK") ?? "", /CMD \["node", "-e", ".*\/healthz/);
-  assert.deepEqual(JSON.parse(last(run!.ops, "ENTRYPOINT")!), [
-    "node",
-    "/app/node_modules/longhaul/bin/longhaul.mjs",
-  ]);
+  // Liveness only: a database outage must not restart a healthy container.
+  assert.match(last(run!.ops, "HEALTHCHECK") ?? "", /CMD \["node", "-e", ".*\/livez/);
+  assert.deepEqual(JSON.parse(last(run!.ops, "ENTRYPOINT")!), ["node", "/app/bin/longhaul.mjs"]);
   assert.deepEqual(JSON.parse(last(run!.ops, "CMD")!), ["serve"]);
   // The USER comes after the install, so the installed files are not the service's to change.
   const ops = run!.ops.map((o) => o.op);
@@ -152,13 +169,23 @@ test("compose.yaml: postgres, a one-shot migrate, an api, two workers; secrets r
     LONGHAUL_DATABASE_URL: "postgres://longhaul:pw@postgres:5432/longhaul",
     LONGHAUL_SECRET_KEY: "k",
     LONGHAUL_SECRET_KEYS: "",
+    LONGHAUL_PUBLIC_URL: "http://localhost:8787",
     LONGHAUL_ADMIN_KEY: "a".repeat(32),
   });
   assert.deepEqual(Object.keys(environmentOf(s.worker!, env)).sort(), [
     "LONGHAUL_DATABASE_URL",
+    "LONGHAUL_PUBLIC_URL",
     "LONGHAUL_SECRET_KEY",
     "LONGHAUL_SECRET_KEYS",
   ]);
+  // Callback and approval links point where providers and browsers reach the api, when set.
+  assert.equal(
+    environmentOf(s.worker!, { ...env, LONGHAUL_PUBLIC_URL: "https://lh.example.com" }).LONGHAUL_PUBLIC_URL,
+    "https://lh.example.com",
+  );
+  // The api is ready when its store answers; the workers keep the image's liveness probe.
+  assert.match(JSON.stringify(s.api!.healthcheck?.test), /\/readyz/);
+  assert.equal(s.worker!.healthcheck, undefined);
   // Keys for reading only, during a key change, pass through when set.
   assert.equal(environmentOf(s.worker!, { ...env, LONGHAUL_SECRET_KEYS: "old" }).LONGHAUL_SECRET_KEYS, "old");
   // Each secret is required: compose refuses to start without it.
@@ -185,9 +212,11 @@ if (pgAvailableOrReport(unreachable, "the compose deployment on PostgreSQL")) {
       // The image's /app: the tarball and its production dependencies, as stage 2 installs them.
       const app = join(tmp.dir, "app");
       mkdirSync(app);
-      copyFileSync(tarball, join(app, basename(tarball)));
-      if (!(await installOrSkip(t, app, ["--omit=dev", `./${basename(tarball)}`], "deploy.test.ts"))) return;
-      t.diagnostic(`installed with --omit=dev at ${seconds()}`);
+      await promisify(execFile)("tar", ["-xzf", tarball, "-C", app, "--strip-components=1"]);
+      copyFileSync(join(ROOT, "package-lock.json"), join(app, "package-lock.json"));
+      if (!(await installOrSkip(t, app, ["--omit=dev", "--ignore-scripts"], "deploy.test.ts", "ci"))) return;
+      await npm(["rebuild", "better-sqlite3"], app);
+      t.diagnostic(`installed from the lock file with --omit=dev at ${seconds()}`);
       for (const dev of ["typescript", "vite", "@biomejs/biome", "zod"]) {
         assert.ok(!existsSync(join(app, "node_modules", dev)), `${dev} (a devDependency) is not installed`);
       }

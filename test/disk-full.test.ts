@@ -267,6 +267,14 @@ describe("a full disk under the SQLite data directory", () => {
     assert.ok(refusedClaims >= 1, "the nap's timer fell due and the worker tried to claim it");
     assert.ok(refusedClaims <= 2, `${refusedClaims} claims were refused in 3 s while the disk was full`);
     assert.deepEqual((await health(stack)).body, { status: "degraded", store: "full" });
+    // Readiness says the same; liveness does not depend on the store, so no orchestrator
+    // restarts a node for a full disk or a database outage.
+    const ready = await json(await fetch(`${stack.url}/readyz`));
+    assert.equal(ready.status, 503);
+    assert.deepEqual(ready.body, { status: "degraded", store: "full" });
+    const live = await json(await fetch(`${stack.url}/livez`));
+    assert.equal(live.status, 200);
+    assert.deepEqual(live.body, { status: "ok" });
 
     await outsideTransaction(stack.store.db);
     disk.free(stack.store.db);

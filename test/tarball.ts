@@ -71,7 +71,7 @@ export async function packTarball(dir: string): Promise<string> {
 export const tarballKb = (tarball: string) => `${(statSync(tarball).size / 1024).toFixed(0)} kB`;
 
 /**
- * `npm install <args>` in `cwd`. The install reaches the registry for the tarball's own
+ * `npm install <args>` (or `npm ci <args>`) in `cwd`. The install reaches the registry for the tarball's own
  * dependencies: when it fails outside CI (no network), the test is skipped loudly and this
  * returns false; under CI=true the failure fails the test.
  */
@@ -80,9 +80,10 @@ export async function installOrSkip(
   cwd: string,
   args: string[],
   file: string,
+  command: "install" | "ci" = "install",
 ): Promise<boolean> {
   try {
-    await npm(["install", ...args, "--no-audit", "--no-fund"], cwd);
+    await npm([command, ...args, "--no-audit", "--no-fund"], cwd);
     return true;
   } catch (err) {
     if (process.env.CI === "true") throw err;

@@ -1,8 +1,10 @@
 import { parseArgs } from "node:util";
+import { pino } from "pino";
 import { createLonghaul } from "../app.ts";
 import { LonghaulError } from "../core/errors.ts";
 import type { TaskType } from "../core/task-type.ts";
 import { graphTask } from "../graph/graph-task.ts";
+import { safeLoggerOptions } from "../http/log-redaction.ts";
 import { providersFromConfig } from "../providers/from-config.ts";
 import { secretBoxFrom } from "../secrets/secret-box.ts";
 import { engineOptions, readConfig } from "./config.ts";
@@ -27,6 +29,7 @@ export async function serve(argv: string[]): Promise<void> {
   requireSecretKey(config.tokens?.keys !== undefined);
   const providers = providersFromConfig(config.providers ?? {});
   const app = await createLonghaul({
+    logger: pino(safeLoggerOptions(process.env.LONGHAUL_LOG_LEVEL ?? "info")),
     taskTypes: withGraph(config.taskTypes ?? []),
     providers,
     sources: config.sources ?? {},

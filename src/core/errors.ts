@@ -1,3 +1,5 @@
+import { brand, isInstance } from "./brand.ts";
+
 /**
  * One error type with a stable `code`. Codes are promised to users (ARCHITECTURE §6): add new
  * ones, never rename. Every code longhaul itself writes anywhere (an HTTP answer, a step, task
@@ -75,6 +77,10 @@ export const errorCodes = [
 export type ErrorCode = (typeof errorCodes)[number];
 
 export class LonghaulError extends Error {
+  static [Symbol.hasInstance](value: unknown): boolean {
+    // biome-ignore lint/complexity/noThisInStatic: `this` is the class checked against, maybe a user's subclass
+    return isInstance(this, LonghaulError, "longhaul:LonghaulError", value);
+  }
   override readonly name: string = "LonghaulError";
   readonly code: ErrorCode;
   readonly details: Record<string, unknown> | undefined;
@@ -87,6 +93,7 @@ export class LonghaulError extends Error {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.details = options?.details;
+    brand(this, "longhaul:LonghaulError");
   }
 }
 
@@ -108,7 +115,15 @@ export function storageFull(store: string, cause: unknown): LonghaulError {
 
 /** Thrown by task code: fail now, do not retry. */
 export class NonRetriableError extends Error {
+  static [Symbol.hasInstance](value: unknown): boolean {
+    // biome-ignore lint/complexity/noThisInStatic: `this` is the class checked against, maybe a user's subclass
+    return isInstance(this, NonRetriableError, "longhaul:NonRetriableError", value);
+  }
   override readonly name = "NonRetriableError";
+  constructor(message?: string, options?: { cause?: unknown }) {
+    super(message, options);
+    brand(this, "longhaul:NonRetriableError");
+  }
 }
 
 /**
@@ -117,6 +132,10 @@ export class NonRetriableError extends Error {
  * (`delayMs`), so the wait is measured on the same clock as every other deadline.
  */
 export class RetryAfterError extends Error {
+  static [Symbol.hasInstance](value: unknown): boolean {
+    // biome-ignore lint/complexity/noThisInStatic: `this` is the class checked against, maybe a user's subclass
+    return isInstance(this, RetryAfterError, "longhaul:RetryAfterError", value);
+  }
   override readonly name = "RetryAfterError";
   /** The delay given, in milliseconds; undefined when a time was given. */
   readonly retryAfterMs: number | undefined;
@@ -124,6 +143,7 @@ export class RetryAfterError extends Error {
   readonly retryAt: number | undefined;
   constructor(message: string, retryAfter: number | Date, options?: { cause?: unknown }) {
     super(message, options);
+    brand(this, "longhaul:RetryAfterError");
     if (retryAfter instanceof Date) this.retryAt = retryAfter.getTime();
     else this.retryAfterMs = retryAfter;
   }
@@ -158,11 +178,16 @@ export function errorInfo(code: ErrorCode, message: string, name?: string): Erro
 
 /** An error that surfaces stored step/job failures back into task code on replay. */
 export class StepError extends Error {
+  static [Symbol.hasInstance](value: unknown): boolean {
+    // biome-ignore lint/complexity/noThisInStatic: `this` is the class checked against, maybe a user's subclass
+    return isInstance(this, StepError, "longhaul:StepError", value);
+  }
   override readonly name = "StepError";
   readonly code: string;
   readonly stepId: string;
   constructor(stepId: string, info: ErrorInfo) {
     super(info.message);
+    brand(this, "longhaul:StepError");
     this.code = info.code;
     this.stepId = stepId;
   }

@@ -119,7 +119,19 @@ export function installErrorHandling(app: FastifyInstance): void {
     req.log.error({ err }, r.logAs);
     return reply.status(r.status).send(r.body);
   });
-  app.setNotFoundHandler((req, reply) =>
-    reply.status(404).send(errorBody("NOT_FOUND", `No route ${req.method} ${req.url.split("?")[0]}.`)),
-  );
+  // The API's first path segments (`tasks`, `events`, …), so a path that forgot `/v1` is told so.
+  const apiSegments = new Set<string>();
+  app.addHook("onRoute", (route) => {
+    const m = /^\/v1\/([^/:]+)/.exec(route.url);
+    if (m) apiSegments.add(m[1] as string);
+  });
+  app.setNotFoundHandler((req, reply) => {
+    const path = req.url.split("?")[0] as string;
+    const first = /^\/([^/]+)/.exec(path)?.[1];
+    const hint =
+      first !== undefined && first !== "v1" && apiSegments.has(first)
+        ? ` The API is under /v1: did you mean ${req.method} /v1${path}?`
+        : "";
+    return reply.status(404).send(errorBody("NOT_FOUND", `No route ${req.method} ${path}.${hint}`));
+  });
 }

@@ -60,7 +60,7 @@ export interface ServerDeps {
   /** `/metrics` on this server without the admin key (the `metrics.public` setting). */
   metricsPublic?: boolean | undefined;
   /**
-   * `all` (default): every route. `health`: only `/healthz`, `/openapi.json` and `/metrics`, for
+   * `all` (default): every route. `health`: only the probes (`/livez`, `/readyz`, `/healthz`), `/openapi.json` and `/metrics`, for
    * a worker node (`serve --role worker`), which an orchestrator probes but no client calls.
    */
   routes?: "all" | "health" | undefined;
@@ -178,24 +178,42 @@ export function buildServer(d: ServerDeps): FastifyInstance {
   });
   // Registered as a plugin, like every group of routes, so the document generator sees them.
   app.register(async (root) => {
+    // Liveness: the process answers. An orchestrator restarts a container that fails it, so it
+    // never depends on the database: an outage there must not restart healthy nodes.
     root.get(
-      "/healthz",
+      "/livez",
       {
-        schema: operation("Health; 503 degraded while the database is unreachable or its disk is full", {
+        schema: operation("Liveness: the process answers; never depends on the database", {
           security: [],
-          response: { 200: Health, 503: Health },
+          response: { 200: Type.Object({ status: Type.Literal("ok") }) },
         }),
-        // Two fixed fields, as the schema orders them: answered without loading a serializer,
-        // so a probe right after start does not wait for one.
         serializerCompiler: () => (data) => JSON.stringify(data),
       },
-      async (_req, reply) => {
-        const store = await d.store.health().catch(() => "degraded" as const);
-        return reply
-          .status(store === "ok" ? 200 : 503)
-          .send({ status: store === "ok" ? "ok" : "degraded", store });
-      },
+      async () => ({ status: "ok" as const }),
     );
+    // Readiness: the store answers. A load balancer stops sending traffic while it fails.
+    for (const path of ["/readyz", "/healthz"]) {
+      root.get(
+        path,
+        {
+          schema: operation(
+            path === "/readyz"
+              ? "Readiness: 200 when the store answers, 503 degraded while the database is unreachable or its disk is full"
+              : "Health, as /readyz (kept for existing probes)",
+            { security: [], response: { 200: Health, 503: Health } },
+          ),
+          // Two fixed fields, as the schema orders them: answered without loading a serializer,
+          // so a probe right after start does not wait for one.
+          serializerCompiler: () => (data) => JSON.stringify(data),
+        },
+        async (_req, reply) => {
+          const store = await d.store.health().catch(() => "degraded" as const);
+          return reply
+            .status(store === "ok" ? 200 : 503)
+            .send({ status: store === "ok" ? "ok" : "degraded", store });
+        },
+      );
+    }
 
     root.get(
       "/openapi.json",

@@ -1,3 +1,4 @@
+import { brand, isInstance } from "../core/brand.ts";
 import type { JobStatus } from "../core/job.ts";
 import type { JobUsage, ProviderEvent } from "../core/provider-event.ts";
 
@@ -52,11 +53,16 @@ export interface ProviderLookup {
 }
 
 export class ProviderError extends Error {
+  static [Symbol.hasInstance](value: unknown): boolean {
+    // biome-ignore lint/complexity/noThisInStatic: `this` is the class checked against, maybe a user's subclass
+    return isInstance(this, ProviderError, "longhaul:ProviderError", value);
+  }
   override readonly name = "ProviderError";
   readonly retriable: boolean;
   readonly status: number | undefined;
   constructor(message: string, opts: { retriable: boolean; status?: number; cause?: unknown }) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    brand(this, "longhaul:ProviderError");
     this.retriable = opts.retriable;
     this.status = opts.status;
   }
