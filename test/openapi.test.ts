@@ -81,8 +81,79 @@ type Operation = {
   >;
 };
 
+/** The document with every `$ref` to a shared component replaced by the component itself. */
+function dereferenced<T>(doc: T): T {
+  const schemas = (doc as { components?: { schemas?: Record<string, unknown> } }).components?.schemas ?? {};
+  const walk = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(walk);
+    if (typeof node !== "object" || node === null) return node;
+    const ref = (node as { $ref?: string }).$ref;
+    if (ref?.startsWith("#/components/schemas/")) {
+      const target = schemas[ref.slice("#/components/schemas/".length)];
+      assert.ok(target, `${ref} resolves`);
+      return walk(target);
+    }
+    return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, walk(v)]));
+  };
+  return { ...doc, paths: walk((doc as { paths: unknown }).paths) } as T;
+}
+
+test("every operation has a unique operationId and a declared tag, for code generators", async () => {
+  const doc = (await served()) as Doc & { tags: { name: string }[] };
+  const tags = new Set(doc.tags.map((t) => t.name));
+  const ids: string[] = [];
+  for (const [path, ops] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(ops) as [string, { operationId?: string; tags?: string[] }][]) {
+      const where = `${method.toUpperCase()} ${path}`;
+      assert.match(op.operationId ?? "", /^[a-z][A-Za-z0-9]+$/, `${where} has an operationId`);
+      assert.equal(op.tags?.length, 1, `${where} has one tag`);
+      assert.ok(
+        tags.has(op.tags![0]!),
+        `${where}: its tag "${op.tags![0]}" is declared (add it to src/http/operations.ts)`,
+      );
+      ids.push(op.operationId!);
+    }
+  }
+  assert.equal(new Set(ids).size, ids.length, "operationIds are unique");
+});
+
+test("the wire shapes are shared components, referenced by the routes that use them", async () => {
+  const doc = (await served()) as Doc & { components: { schemas: Record<string, unknown> } };
+  for (const name of ["ErrorBody", "TaskDetail", "SubmitResult", "WebhookEndpoint"]) {
+    assert.ok(doc.components.schemas[name], `${name} is a component`);
+  }
+  const detail = doc.paths["/v1/tasks/{id}"]!.get as {
+    responses: Record<string, { content: Record<string, { schema: { $ref?: string } }> }>;
+  };
+  assert.equal(
+    detail.responses["200"]!.content["application/json"]!.schema.$ref,
+    "#/components/schemas/TaskDetail",
+  );
+  assert.equal(
+    detail.responses["4XX"]!.content["application/json"]!.schema.$ref,
+    "#/components/schemas/ErrorBody",
+  );
+  dereferenced(doc); // every $ref resolves
+});
+
+test("GET /docs renders the reference from the document: every operation, no script, nothing fetched", async () => {
+  const res = await fetch(`${stack.url}/docs`);
+  assert.equal(res.status, 200);
+  assert.match(res.headers.get("content-type") ?? "", /text\/html/);
+  assert.match(res.headers.get("content-security-policy") ?? "", /default-src 'none'/);
+  const html = await res.text();
+  assert.doesNotMatch(html, /<script/i);
+  const doc = await served();
+  for (const ops of Object.values(doc.paths)) {
+    for (const op of Object.values(ops) as { operationId: string }[]) {
+      assert.ok(html.includes(`id="${op.operationId}"`), `${op.operationId} is on the page`);
+    }
+  }
+  assert.ok(html.includes('id="schema-TaskDetail"'));
+});
+
 test("the document describes each route's body and answers from the schemas the route validates with", async () => {
-  const doc = (await served()) as unknown as { paths: Record<string, Record<string, Operation>> };
+  const doc = dereferenced(await served()) as unknown as { paths: Record<string, Record<string, Operation>> };
   const submit = doc.paths["/v1/tasks"]!.post!;
   assert.deepEqual(submit.requestBody?.content["application/json"]?.schema.required, ["type"]);
   const created = submit.responses["202"]?.content?.["application/json"]?.schema.properties ?? {};

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { existsSync, readdirSync } from "node:fs";
 import { basename, join } from "node:path";
 import { test } from "node:test";
 import { freePort, tempDir, waitFor } from "./helpers.ts";
@@ -8,6 +9,7 @@ import {
   node,
   packageVersion,
   packTarball,
+  ROOT,
   type Running,
   scratchApp,
   startNode,
@@ -22,9 +24,59 @@ import {
 
 const SERVER_DEPENDENCIES = ["fastify", "pg", "better-sqlite3", "pino"];
 
+/** An app that installs longhaul with --omit=optional and uses only the client. */
+const CLIENT_APP_FILES: Record<string, string> = {
+  "package.json": JSON.stringify({ name: "client-app", private: true, type: "module" }),
+  "client.mjs": `import { LonghaulClient } from "longhaul/client";
+const [baseUrl, apiKey] = process.argv.slice(2);
+const lh = new LonghaulClient({ baseUrl, apiKey });
+const { task_id } = await lh.submit("app.hello", { name: "client" });
+for (;;) {
+  const task = await lh.get(task_id);
+  if (["succeeded", "failed", "canceled", "timed_out"].includes(task.status)) {
+    console.log(JSON.stringify({ status: task.status, output: task.output }));
+    break;
+  }
+  await new Promise((r) => setTimeout(r, 50));
+}
+`,
+  "server.mjs": `import { createLonghaul } from "longhaul/server";
+for (const databaseUrl of ["sqlite:./x.db", "postgres://postgres@127.0.0.1:1/none"]) {
+  try {
+    await createLonghaul({ databaseUrl });
+    console.log("opened");
+  } catch (err) {
+    console.log(err.code + " " + err.message);
+  }
+}
+`,
+};
+
 /** The scratch app: an ESM package with a longhaul config and a few probe scripts. */
 const APP_FILES: Record<string, string> = {
   "package.json": JSON.stringify({ name: "app", private: true, type: "module" }),
+  "tsconfig.json": JSON.stringify({
+    compilerOptions: {
+      strict: true,
+      skipLibCheck: false,
+      module: "nodenext",
+      moduleResolution: "nodenext",
+      target: "es2022",
+      noEmit: true,
+    },
+    files: ["consumer.ts"],
+  }),
+  "consumer.ts": `import { defineConfig, task } from "longhaul";
+import { LonghaulClient } from "longhaul/client";
+import { createLonghaul } from "longhaul/server";
+import { openTestStore } from "longhaul/testing";
+
+export const t = task({ id: "typed", run: async (input: { n: number }) => input.n * 2 });
+export const config = defineConfig({ tasks: [t] });
+export const client = new LonghaulClient({ baseUrl: "http://127.0.0.1:1", apiKey: "k" });
+export const make = () => createLonghaul({ databaseUrl: "sqlite::memory:" });
+export const store = openTestStore;
+`,
   "longhaul.config.mjs": `import { defineConfig, task } from "longhaul";
 
 export const hello = task({
@@ -132,8 +184,12 @@ test("the packed package installs and runs under plain node", { timeout: 10 * 60
       "the recorder sees the client's own modules",
     );
     assert.deepEqual(serverOf(client), [], "longhaul/client loads no server dependency");
-    // The recorder would see them: longhaul/server loads them all.
-    assert.deepEqual(serverOf(await loaded("longhaul/server")), SERVER_DEPENDENCIES);
+    // The recorder would see them: longhaul/server loads them all but the database drivers,
+    // optional dependencies loaded when a database of theirs is first opened.
+    assert.deepEqual(
+      serverOf(await loaded("longhaul/server")),
+      SERVER_DEPENDENCIES.filter((d) => d !== "better-sqlite3" && d !== "pg"),
+    );
 
     const { stdout: version } = await node(["node_modules/.bin/longhaul", "--version"], app);
     assert.equal(version.trim(), packageVersion());
@@ -178,6 +234,36 @@ test("the packed package installs and runs under plain node", { timeout: 10 * 60
     assert.equal(page.status, 200, "the dashboard is served from the package's web/dist");
     assert.match(page.headers.get("content-type") ?? "", /text\/html/);
     assert.match(await page.text(), /<title>longhaul<\/title>/);
+
+    // A TypeScript consumer that checks every declaration (skipLibCheck off): the types the
+    // published declarations import (pg, better-sqlite3, node) come with the package.
+    const tsc = join(ROOT, "node_modules", "typescript", "bin", "tsc");
+    const checked = await node([tsc, "-p", "tsconfig.json"], app, {}, 120_000).catch(
+      (err: { stdout?: string }) => ({ stdout: `tsc failed:\n${err.stdout ?? String(err)}` }),
+    );
+    assert.equal(checked.stdout.trim(), "", "tsc with skipLibCheck: false passes on a consumer app");
+
+    // Source maps and declaration maps ship, with the sources they point at.
+    for (const f of ["dist/app.js.map", "dist/app.d.ts.map", "src/app.ts"]) {
+      assert.ok(existsSync(join(app, "node_modules", "longhaul", f)), f);
+    }
+
+    // An app that wants only the client: no optional dependency, so no native build.
+    const clientApp = join(tmp.dir, "client-app");
+    if (!(await scratchApp(t, clientApp, CLIENT_APP_FILES, tarball, ["--omit=optional"], "package.test.ts")))
+      return;
+    for (const native of ["better-sqlite3", "pg"]) {
+      assert.ok(!existsSync(join(clientApp, "node_modules", native)), `${native} is not installed`);
+    }
+    assert.ok(!readdirSync(join(clientApp, "node_modules")).includes("node-gyp-build"));
+    const { stdout: viaClient } = await node(["client.mjs", base, key], clientApp);
+    const followed = JSON.parse(viaClient) as { status: string; output: unknown };
+    assert.equal(followed.status, "succeeded");
+    // The server half says what is missing, in words.
+    const { stdout: refused } = await node(["server.mjs"], clientApp);
+    const [sqlite, postgres] = refused.trim().split("\n");
+    assert.match(sqlite ?? "", /^CONFIG_INVALID .*npm install better-sqlite3/);
+    assert.match(postgres ?? "", /^CONFIG_INVALID .*npm install pg/);
     t.diagnostic(`pack, install and run took ${seconds()}`);
   } finally {
     await dev?.stop();

@@ -1,11 +1,8 @@
 import { type ApprovalConfig, decidedBy } from "../core/wait.ts";
 import type { ApprovalDecisionRow, StepRow, TaskRow } from "../store/store.ts";
+import { escapeHtml } from "./page-headers.ts";
 
-const esc = (s: unknown) =>
-  String(s ?? "").replace(
-    /[&<>"']/g,
-    (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!,
-  );
+const esc = escapeHtml;
 
 export interface ApprovalPageModel {
   task: TaskRow;

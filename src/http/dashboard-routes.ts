@@ -3,7 +3,7 @@ import { extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { isLoopbackAddress, isLoopbackHost } from "./loopback.ts";
-import { htmlPageHeaders } from "./page-headers.ts";
+import { escapeHtml, htmlPageHeaders } from "./page-headers.ts";
 
 export interface DashboardOptions {
   /**
@@ -37,8 +37,7 @@ const pageHeaders = htmlPageHeaders(
   "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; connect-src 'self'; form-action 'self'",
 );
 
-const escapeAttr = (s: string) =>
-  s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+const escapeAttr = escapeHtml;
 
 const notBuilt = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>longhaul — dashboard not built</title>

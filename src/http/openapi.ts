@@ -5,6 +5,8 @@ import Fastify, {
   type RouteOptions,
 } from "fastify";
 import { errorResponses } from "../wire/common.ts";
+import * as wire from "../wire/index.ts";
+import { operations, operationTags } from "./operations.ts";
 
 /**
  * What `/openapi.json` says besides the routes: @fastify/swagger generates the paths from the
@@ -18,6 +20,7 @@ export const openapiDocument = {
     description: "Long-running, webhook-driven tasks: submit, dispatch, suspend, resume on signed webhooks.",
   },
   security: [{ apiKey: [] }],
+  tags: operationTags.map((t) => ({ ...t })),
   components: {
     securitySchemes: { apiKey: { type: "http" as const, scheme: "bearer" } },
   },
@@ -26,6 +29,71 @@ export const openapiDocument = {
 type Operation = {
   requestBody?: { required?: boolean; content?: Record<string, { schema?: { required?: string[] } }> };
 };
+
+type Doc = { paths?: object; components?: { schemas?: Record<string, unknown> } };
+
+/**
+ * Names every operation (`operationId`) and tags it from the one table in ./operations.ts. An
+ * operation missing there gets an id derived from its method and path, and the tag `Other`,
+ * which test/openapi.test.ts refuses.
+ */
+export function nameOperations<T extends Doc>(doc: T): T {
+  for (const [path, ops] of Object.entries(doc.paths ?? {}) as [string, Record<string, object>][]) {
+    for (const [method, op] of Object.entries(ops)) {
+      const known = operations[`${method.toUpperCase()} ${path}`];
+      const derived = `${method}${path.replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? "").toUpperCase())}`;
+      Object.assign(op, { operationId: known?.id ?? derived, tags: [known?.tag ?? "Other"] });
+    }
+  }
+  return doc;
+}
+
+/** The wire schemas worth a name of their own: every exported object schema of src/wire. */
+function wireComponents(): Map<string, string> {
+  const byJson = new Map<string, string>();
+  for (const [name, value] of Object.entries(wire)) {
+    if (typeof value !== "object" || value === null || (value as { type?: unknown }).type !== "object")
+      continue;
+    if (!(value as { properties?: object }).properties) continue;
+    const json = JSON.stringify(value);
+    if (!byJson.has(json)) byJson.set(json, name);
+  }
+  return byJson;
+}
+
+/**
+ * Moves the wire shapes the generator wrote inline into `components.schemas` and points each
+ * use at it with `$ref`, so a code generator makes one type per shape (`TaskDetail`,
+ * `ErrorBody`, …) instead of one per route. Only bodies and answers are rewritten; what the
+ * server validates is untouched.
+ */
+export function shareComponents<T extends Doc>(doc: T): T {
+  const byJson = wireComponents();
+  const schemas: Record<string, unknown> = { ...doc.components?.schemas };
+  const share = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(share);
+    if (typeof node !== "object" || node === null) return node;
+    const name = byJson.get(JSON.stringify(node));
+    if (name) {
+      if (!(name in schemas)) {
+        schemas[name] = {};
+        schemas[name] = shareChildren(node as Record<string, unknown>);
+      }
+      return { $ref: `#/components/schemas/${name}` };
+    }
+    return shareChildren(node as Record<string, unknown>);
+  };
+  const shareChildren = (node: Record<string, unknown>) =>
+    Object.fromEntries(Object.entries(node).map(([k, v]) => [k, share(v)]));
+  for (const ops of Object.values(doc.paths ?? {}) as Record<string, Record<string, unknown>>[]) {
+    for (const op of Object.values(ops)) {
+      if (op.requestBody) op.requestBody = share(op.requestBody);
+      if (op.responses) op.responses = share(op.responses);
+    }
+  }
+  doc.components = { ...doc.components, schemas };
+  return doc;
+}
 
 /**
  * The generator marks every request body required; a body whose fields are all optional may
@@ -95,7 +163,10 @@ export function openapiDocs(): { collect: FastifyPluginCallback; document(): Pro
     });
     await doc.register(swagger, {
       openapi: openapiDocument,
-      transformObject: (d) => ("openapiObject" in d ? optionalBodies(d.openapiObject) : d.swaggerObject),
+      transformObject: (d) =>
+        "openapiObject" in d
+          ? shareComponents(nameOperations(optionalBodies(d.openapiObject)))
+          : d.swaggerObject,
     });
     for (const r of routes) {
       doc.route({

@@ -15,3 +15,10 @@ export function htmlPageHeaders(policy: string): Record<string, string> {
     "content-security-policy": `${policy}; base-uri 'none'; frame-ancestors 'none'`,
   };
 }
+
+/** Text made safe inside HTML, in element content and in quoted attributes alike. */
+export const escapeHtml = (s: unknown): string =>
+  String(s ?? "").replace(
+    /[&<>"']/g,
+    (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] as string,
+  );

@@ -32,6 +32,7 @@ import { REDACTED, redactPaths, safeSerializers } from "./log-redaction.ts";
 import { metricsAuth } from "./metrics-auth.ts";
 import { openapiDocs, operation } from "./openapi.ts";
 import { hookWindows, installRateLimits } from "./rate-limits.ts";
+import { referencePageHeaders, renderReferencePage } from "./reference-page.ts";
 import { lazySerializers } from "./serializers.ts";
 import { signalsRoutes } from "./signals-routes.ts";
 import { tasksRoutes } from "./tasks-routes.ts";
@@ -224,6 +225,16 @@ export function buildServer(d: ServerDeps): FastifyInstance {
         }),
       },
       async () => openapi.document(),
+    );
+    root.get(
+      "/docs",
+      {
+        schema: operation("The API reference: this API's OpenAPI document rendered as one HTML page", {
+          security: [],
+        }),
+      },
+      async (_req, reply) =>
+        reply.headers(referencePageHeaders()).send(renderReferencePage((await openapi.document()) as object)),
     );
     if (d.metrics) {
       const registry = d.metrics.registry;

@@ -1,4 +1,5 @@
-import Database from "better-sqlite3";
+import { createRequire } from "node:module";
+import type Database from "better-sqlite3";
 import { LonghaulError } from "../../core/errors.ts";
 import type { JobUsage } from "../../core/provider-event.ts";
 
@@ -133,7 +134,9 @@ export class SimStore {
 
   /** Opens (and creates) the state; throws `SCHEMA_TOO_NEW` for a file of a newer simulator. */
   constructor(file?: string) {
-    this.#db = new Database(file ?? ":memory:");
+    // better-sqlite3 is an optional dependency, loaded when a simulator first opens its state.
+    const Sqlite = createRequire(import.meta.url)("better-sqlite3") as typeof Database;
+    this.#db = new Sqlite(file ?? ":memory:");
     if (file !== undefined) {
       this.#db.pragma("journal_mode = WAL");
       // A simulator stands in for a remote service; surviving a process restart is enough.

@@ -1,6 +1,7 @@
 import { EventEmitter } from "node:events";
-import { Client, type Notification } from "pg";
+import type { Client, Notification } from "pg";
 import type { AppendedEvent } from "../sql/tx.ts";
+import { pg } from "./driver.ts";
 import type { PostgresTarget } from "./pool.ts";
 
 const MAX_BACKOFF_MS = 5000;
@@ -98,7 +99,7 @@ export class Notifier {
   private async connect(): Promise<void> {
     this.timer = null;
     if (this.stopped) return;
-    const client = new Client(this.target.client);
+    const client = new (pg().Client)(this.target.client);
     this.client = client;
     client.on("error", () => this.lost(client));
     client.on("end", () => this.lost(client));

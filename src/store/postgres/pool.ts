@@ -1,5 +1,6 @@
-import { type ClientConfig, type CustomTypesConfig, Pool, types } from "pg";
+import type { ClientConfig, CustomTypesConfig, Pool } from "pg";
 import { LonghaulError, STORAGE_FULL_RETRY_AFTER_S, storageFull } from "../../core/errors.ts";
+import { pg } from "./driver.ts";
 
 /** Where a PostgreSQL store lives: the server, and the schema that holds its tables. */
 export interface PostgresTarget {
@@ -59,7 +60,7 @@ const INT8 = 20;
 /** `bigint` columns hold millisecond times and sequence numbers, all well within 2^53. */
 function typeParser(oid: number, format?: string): unknown {
   if (oid === INT8 && format !== "binary") return (v: string) => Number(v);
-  return types.getTypeParser(oid, format as "text");
+  return pg().types.getTypeParser(oid, format as "text");
 }
 
 /**
@@ -68,7 +69,7 @@ function typeParser(oid: number, format?: string): unknown {
  * that event would crash the process.
  */
 export function createPool(target: PostgresTarget, max: number): Pool {
-  const pool = new Pool({ ...target.client, max, idleTimeoutMillis: 30_000 });
+  const pool = new (pg().Pool)({ ...target.client, max, idleTimeoutMillis: 30_000 });
   pool.on("error", () => {
     // The pool has already discarded the connection; the next checkout opens a fresh one.
   });

@@ -1,6 +1,7 @@
+import type Database from "better-sqlite3";
 import type { Statement } from "better-sqlite3";
-import Database from "better-sqlite3";
 import { storageFull } from "../../core/errors.ts";
+import { betterSqlite3 } from "./driver.ts";
 
 type Params = readonly unknown[];
 
@@ -47,7 +48,7 @@ export class Sql {
  * a second reader (the CLI) waits instead of failing.
  */
 export function openDatabase(path: string): Database.Database {
-  const db = new Database(path);
+  const db = new (betterSqlite3())(path);
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = FULL");
   db.pragma("foreign_keys = ON");
