@@ -89,7 +89,7 @@ export async function watchDev(o: DevOptions): Promise<void> {
   let timer: NodeJS.Timeout | null = null;
   let reloading: Promise<void> | null = null;
   const reload = async () => {
-    const files = [...changed].map((f) => relative(process.cwd(), f) || f);
+    const files = [...changed].map((f) => shown(f));
     changed = new Set();
     say(`changed     ${files.join(", ")}`);
     const failed = await check();
@@ -171,6 +171,12 @@ export function watchTree(
       watchers.clear();
     },
   };
+}
+
+/** A path as a reader at this terminal knows it: from the working directory when under it. */
+function shown(path: string): string {
+  const rel = relative(process.cwd(), path);
+  return rel === "" ? "." : rel.startsWith("..") ? path : rel;
 }
 
 function isDir(path: string): boolean {

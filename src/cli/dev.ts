@@ -91,7 +91,7 @@ export async function dev(o: DevOptions): Promise<void> {
     secret: simSecret,
     stateFile: join(dataDir, "sim.db"),
   });
-  const apiKey = process.env.LONGHAUL_API_KEY ?? (await keep(DEV_API_KEY_META_KEY, newApiKey()));
+  const apiKey = process.env.LONGHAUL_API_KEY || (await keep(DEV_API_KEY_META_KEY, newApiKey()));
   await store.ensureTenant({ id: DEV_TENANT_ID, name: "development", keyHash: hashApiKey(apiKey) });
 
   const publicUrl = config.public_url ?? devPublicUrl(o.host, port);
