@@ -4,10 +4,19 @@ import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import Database from "better-sqlite3";
+import { Client } from "pg";
 import { loadConfig } from "../src/cli/config.ts";
 import type { LonghaulError } from "../src/core/errors.ts";
 import { openStore } from "../src/store/open-store.ts";
 import { tempDir } from "./helpers.ts";
+import {
+  dropSchemas,
+  freshSchemaName,
+  pgAvailableOrReport,
+  pgBaseUrl,
+  pgUnreachable,
+  pgUrl,
+} from "./pg-env.ts";
 import { CLI_FROM_SOURCE } from "./processes.ts";
 
 // The command line's contract for scripts and people: a usage error is one line and the
@@ -172,6 +181,45 @@ test("migrate --dry-run lists what is pending and changes nothing; migrate statu
   assert.deepEqual(rows(), before, "the migration table is still unchanged");
   db.close();
 });
+
+const pgDown = await pgUnreachable();
+if (pgAvailableOrReport(pgDown, "the read-only commands on PostgreSQL")) {
+  test("on PostgreSQL, migrate status and --dry-run create no schema; migrate applies what they listed", async () => {
+    const schema = freshSchemaName("lh_cli");
+    const url = pgUrl(schema);
+    const schemaExists = async () => {
+      const c = new Client({ connectionString: pgBaseUrl });
+      await c.connect();
+      try {
+        return (await c.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema])).rowCount === 1;
+      } finally {
+        await c.end();
+      }
+    };
+    try {
+      const dry = await cli(["migrate", "--dry-run", "--json", "--database-url", url]);
+      assert.equal(dry.code, 0, dry.stderr);
+      const pending = JSON.parse(dry.stdout).pending;
+      assert.equal(pending[0].name, "001_init.sql");
+      const list = await cli(["tasks", "list", "--database-url", url]);
+      assert.equal(list.code, 1);
+      assert.match(list.stderr, /has no longhaul schema yet; run `longhaul migrate` first/);
+      assert.equal(await schemaExists(), false, "no schema was created");
+
+      assert.equal((await cli(["migrate", "--database-url", url])).code, 0);
+      const status = JSON.parse((await cli(["migrate", "status", "--json", "--database-url", url])).stdout);
+      assert.deepEqual(
+        status.applied.map((m: { name: string }) => m.name),
+        pending.map((m: { name: string }) => m.name),
+      );
+      assert.deepEqual(status.pending, []);
+      const tasks = await cli(["tasks", "list", "--json", "--database-url", url]);
+      assert.deepEqual(JSON.parse(tasks.stdout), { data: [], next_cursor: null });
+    } finally {
+      await dropSchemas([schema]);
+    }
+  });
+}
 
 test("tasks show prints the API's snake_case JSON; the listings' --json parses", async () => {
   const path = join(tmp.dir, "tasks.db");
