@@ -49,7 +49,7 @@ const usageErrors: [args: string[], first: RegExp][] = [
   [["serve", "--role", "boss"], /^longhaul serve: option '--role <role>' argument 'boss' is invalid\./],
   [["tasks", "lst"], /^longhaul tasks: unknown command 'lst' \(did you mean list\?\)$/],
   [["tenants", "frob"], /^longhaul tenants: unknown command 'frob'$/],
-  [["migrate", "stauts"], /^longhaul migrate: too many arguments/],
+  [["migrate", "stauts"], /^longhaul migrate: unknown command 'stauts' \(did you mean status\?\)$/],
   [["tasks", "list", "--limit", "0"], /^longhaul tasks list: option '--limit <n>' argument '0' is invalid\./],
   [["tasks", "show"], /^longhaul tasks show: missing required argument 'TASK_ID'$/],
   [["frobnicate"], /^longhaul: unknown command 'frobnicate'$/],

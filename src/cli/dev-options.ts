@@ -8,7 +8,7 @@ export interface DevOptions {
   config?: string;
   databaseUrl?: string;
   logLevel: string;
-  watch: boolean;
+  watch?: boolean;
   checkConfig?: boolean;
   sources: Record<string, string | undefined>;
 }

@@ -140,9 +140,7 @@ export function buildProgram(version: string): Command {
     .addOption(databaseOption("sqlite:<data-dir>/longhaul.db"))
     .addOption(logLevelOption("warn"))
     .addOption(
-      new Option("--watch", "reload when the config or a file beside it changes (.ts, .js, .mjs, …)").default(
-        false,
-      ),
+      new Option("--watch", "restart when the config or a file beside it changes (.ts, .js, .mjs, …)"),
     )
     .addOption(new Option("--check-config").hideHelp())
     .addHelpText(
@@ -211,13 +209,20 @@ export function buildProgram(version: string): Command {
     .command("migrate")
     .description("apply the database migrations; `migrate status` shows applied and pending")
     .addOption(databaseOption())
-    .addOption(new Option("--dry-run", "list the pending migrations and change nothing").default(false))
+    .addOption(new Option("--dry-run", "list the pending migrations and change nothing"))
     .addOption(jsonOption())
     .addHelpText(
       "after",
       examples(["longhaul migrate", "longhaul migrate --dry-run", "longhaul migrate status --json"]),
     )
-    .action(lazy(async () => (await import("./migrate.ts")).migrateCommand));
+    // `migrate` runs on its own and has a subcommand: a word after it that is not `status` is
+    // an unknown subcommand, as under `tasks`, rather than an extra argument.
+    .argument("[command]")
+    .usage("[options] [command]")
+    .action(async (word: string | undefined, opts: unknown, cmd: Command) => {
+      if (word !== undefined) unknownSubcommand(cmd, word);
+      await lazy(async () => (await import("./migrate.ts")).migrateCommand)(opts, cmd);
+    });
   migrate
     .command("status")
     .description("the migrations applied and pending; changes nothing")
@@ -325,6 +330,30 @@ export function buildProgram(version: string): Command {
     .action(lazy(async () => (await import("./secrets.ts")).secretsReseal));
 
   return program;
+}
+
+/** The usage error of a word that names no subcommand of `cmd`, with the closest one if it is close. */
+function unknownSubcommand(cmd: Command, word: string): never {
+  const names = cmd.commands.map((c) => c.name());
+  const close = names.filter((n) => editDistance(n, word) <= Math.max(1, Math.floor(n.length / 3)));
+  cmd.error(
+    `error: unknown command '${word}'${close.length ? `\n(Did you mean ${close.join(", ")}?)` : ""}`,
+    {
+      code: "commander.unknownCommand",
+    },
+  );
+}
+
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) {
+      next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    row = next;
+  }
+  return row[b.length]!;
 }
 
 /** Every command of the tree, the program first. */
