@@ -122,8 +122,17 @@ export const tasks = [{ name: "app.charge", run: async () => { throw new NonRetr
 });
 
 test("longhaul dev --watch reloads on a change to a task file: new submissions run the new code; a broken file keeps the old", async () => {
-  const version = (v: number) =>
-    `export const tasks = [{ name: "app.version", run: async () => ({ version: ${v} }) }];\n`;
+  // app.steps runs a step, then waits for a signal: across a reload that renames its first
+  // step, its replay meets another order.
+  const version = (v: number, first = "a") => `export const tasks = [
+  { name: "app.version", run: async () => ({ version: ${v} }) },
+  { name: "app.steps", run: async (input, step) => {
+    await step.run(${JSON.stringify(first)}, () => 1);
+    await step.waitForEvent("go", { match: { event: "go" }, timeout: "1h" });
+    return "done";
+  } },
+];
+`;
   const dir = app("watched", version(1));
   const dev = await startDev(dir, ["--watch"]);
   await waitFor(() => dev.out().includes("watching"), 30_000, "the watch line");
@@ -141,10 +150,22 @@ test("longhaul dev --watch reloads on a change to a task file: new submissions r
     );
   };
   assert.deepEqual(await runOnce(), { version: 1 });
+  const steps = await dev.api("/v1/tasks", { type: "app.steps", input: {} });
+  const stepsId: string = steps.body.task_id;
+  await waitFor(() => lineWith(dev.out(), "waiting", stepsId, `on event "go"`), 30_000, "app.steps to wait");
 
-  writeFileSync(join(dir, "tasks.mjs"), version(2));
+  writeFileSync(join(dir, "tasks.mjs"), version(2, "renamed"));
   await waitFor(() => lineWith(dev.out(), "reloaded", "app.version"), 60_000, "the reload line");
   assert.deepEqual(await runOnce(), { version: 2 });
+
+  // The task that was waiting resumes on the new code, whose steps come in another order.
+  assert.equal((await dev.api("/v1/signals", { name: "go", data: {} })).status, 202);
+  const mismatch = await waitFor(
+    () => lineWith(dev.out(), "failed", stepsId, "STEP_ORDER_MISMATCH"),
+    30_000,
+    "the step-order failure",
+  );
+  assert.match(mismatch, /the reloaded code calls this task's steps in another order/);
 
   // A syntax error: the reload fails, says why, and the running code stays.
   const reloads = () =>
