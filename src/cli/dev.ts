@@ -131,7 +131,9 @@ export async function dev(o: DevOptions): Promise<void> {
   );
   await companion.start([DEV_TENANT_ID]);
   const url = await app.listen({ port, host: o.host });
-  dashboard = url;
+  // Fastify's address names the host it bound (0.0.0.0 for every interface): a link names one
+  // a browser on this machine reaches.
+  dashboard = devPublicUrl(o.host, Number(new URL(url).port) || port);
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
