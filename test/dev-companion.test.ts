@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, test } from "node:test";
@@ -119,6 +119,29 @@ export const tasks = [{ name: "app.charge", run: async () => { throw new NonRetr
     done,
     /succeeded +demo\.echo {2}\S+ {2}in \d+(\.\d)? m?s {2}http:\/\/127\.0\.0\.1:\d+\/#\/tasks\//,
   );
+
+  // A callback wait, and `longhaul tasks show` beside the running server: the API's JSON, links and all.
+  const cb = await dev.api("/v1/tasks", { type: "demo.callback", input: {} });
+  const cbId: string = cb.body.task_id;
+  await waitFor(() => lineWith(dev.out(), "waiting", cbId, "on a callback"), 30_000, "the callback wait");
+  const fromApi = (await dev.api(`/v1/tasks/${cbId}`)).body;
+  assert.match(fromApi.steps.at(-1).callback_url, /\/v1\/callbacks\//);
+  const shown = await new Promise<string>((resolve, reject) =>
+    execFile(
+      process.execPath,
+      [
+        ...CLI_FROM_SOURCE,
+        "tasks",
+        "show",
+        cbId,
+        "--database-url",
+        `sqlite:${join(dir, "data", "longhaul.db")}`,
+      ],
+      { env: { ...process.env, LONGHAUL_PUBLIC_URL: dev.base, LONGHAUL_DATABASE_URL: "" } },
+      (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(stdout)),
+    ),
+  );
+  assert.deepEqual(JSON.parse(shown), fromApi);
 });
 
 test("longhaul dev --watch reloads on a change to a task file: new submissions run the new code; a broken file keeps the old", async () => {
