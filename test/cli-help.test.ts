@@ -31,10 +31,17 @@ test("every subcommand's --help prints its usage and exits 0, opening nothing", 
   assert.match(stdout, /longhaul tenants create NAME/);
 });
 
-test("longhaul with an unknown command prints the usage and exits 2", async () => {
-  await assert.rejects(longhaul("frobnicate"), (err: { code?: number; stdout?: string }) => {
+test("longhaul with an unknown command prints the usage to stderr and exits 2", async () => {
+  await assert.rejects(longhaul("frobnicate"), (err: { code?: number; stderr?: string }) => {
     assert.equal(err.code, 2);
-    assert.match(err.stdout ?? "", /Usage:/);
+    assert.match(err.stderr ?? "", /^longhaul: unknown command 'frobnicate'\n/);
+    assert.match(err.stderr ?? "", /Usage:/);
     return true;
   });
+});
+
+test("longhaul alone prints the help and exits 0", async () => {
+  const { stdout } = await longhaul();
+  assert.match(stdout, /^Usage: longhaul <command>/m);
+  assert.match(stdout, /LONGHAUL_DATABASE_URL/);
 });

@@ -130,7 +130,7 @@ console.log(JSON.stringify([...urls.map((u) => fileURLToPath(u)), ...cjs]));
 `,
 };
 
-test("the packed package installs and runs under plain node", { timeout: 10 * 60_000 }, async (t) => {
+test("the packed package installs and runs under plain node", { timeout: 20 * 60_000 }, async (t) => {
   const started = Date.now();
   const seconds = () => `${((Date.now() - started) / 1000).toFixed(0)} s`;
   const tmp = tempDir("longhaul-package-");

@@ -33,7 +33,7 @@ export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
   return { ...env, ...extra };
 }
 
-export const npm = (args: string[], cwd: string, timeout = 300_000) =>
+export const npm = (args: string[], cwd: string, timeout = 900_000) =>
   run("npm", args, { cwd, env: cleanEnv(), timeout, maxBuffer: 64 * 1024 * 1024 });
 
 /** `node <args>` in `cwd` under a clean environment; resolves with its output once it exits 0. */

@@ -185,22 +185,43 @@ export function engineOptions(config: LonghaulConfig): {
 const defaults = ["longhaul.config.ts", "longhaul.config.js", "longhaul.config.json"];
 
 const typescriptFile = /\.[cm]?tsx?$/;
-let typescriptLoader: Promise<unknown> | undefined;
+
+/** Registers a loader that lets `import()` read TypeScript; by default tsx's, an optional peer dependency. */
+export type TypeScriptLoader = () => Promise<unknown>;
+
+// Both hooks, as `node --import tsx` does: a `.ts` file outside a `"type": "module"` package is
+// loaded as CommonJS.
+const tsxLoader: TypeScriptLoader = () =>
+  Promise.all([
+    import("tsx/esm/api").then(({ register }) => register()),
+    import("tsx/cjs/api").then(({ register }) => register()),
+  ]);
+let registered: Promise<unknown> | undefined;
 
 /**
  * Imports a config module. A TypeScript one (`.ts`, `.mts`, `.cts`) is imported once tsx's
  * loader is registered; tsx is loaded here, lazily, so a `.js`/`.mjs`/`.json` config (and the
- * compiled CLI itself) never loads it.
+ * compiled CLI itself) never loads it. tsx is an optional peer dependency: without it a
+ * TypeScript config is CONFIG_INVALID saying what to install.
  */
-async function importConfigModule(abs: string): Promise<unknown> {
+async function importConfigModule(
+  abs: string,
+  file: string,
+  loader: TypeScriptLoader | undefined,
+): Promise<unknown> {
   if (typescriptFile.test(abs)) {
-    // Both hooks, as `node --import tsx` does: a `.ts` file outside a `"type": "module"`
-    // package is loaded as CommonJS.
-    typescriptLoader ??= Promise.all([
-      import("tsx/esm/api").then(({ register }) => register()),
-      import("tsx/cjs/api").then(({ register }) => register()),
-    ]);
-    await typescriptLoader;
+    if (!loader) registered ??= tsxLoader();
+    const registering = loader ? loader() : registered;
+    try {
+      await registering;
+    } catch (err) {
+      if (!loader) registered = undefined;
+      throw new LonghaulError(
+        "CONFIG_INVALID",
+        `${file} is TypeScript, which longhaul reads through tsx, and tsx could not be loaded (${(err as Error).message.split("\n")[0]}). Install it beside longhaul (\`npm install -D tsx\`), or write the config as a .js or .mjs file.`,
+        { cause: err },
+      );
+    }
   }
   const mod = (await import(pathToFileURL(abs).href)) as { default?: { __esModule?: boolean } };
   // A `.ts` file outside a `"type": "module"` package is compiled to CommonJS, whose exports
@@ -208,8 +229,14 @@ async function importConfigModule(abs: string): Promise<unknown> {
   return mod.default?.__esModule === true ? mod.default : mod;
 }
 
-/** Loads `path`, or the first default file that exists, or an empty config. */
-export async function loadConfig(path: string | undefined): Promise<LonghaulConfig> {
+/**
+ * Loads `path`, or the first default file that exists, or an empty config. `typescript`
+ * replaces the loader of TypeScript configs (tsx's), for tests.
+ */
+export async function loadConfig(
+  path: string | undefined,
+  opts: { typescript?: TypeScriptLoader } = {},
+): Promise<LonghaulConfig> {
   const file = path ?? defaults.find((f) => existsSync(f));
   if (!file) return {};
   const abs = resolve(file);
@@ -218,8 +245,9 @@ export async function loadConfig(path: string | undefined): Promise<LonghaulConf
   try {
     raw = abs.endsWith(".json")
       ? JSON.parse(readFileSync(abs, "utf8"))
-      : ((await importConfigModule(abs)) as { default?: unknown }).default;
+      : ((await importConfigModule(abs, file, opts.typescript)) as { default?: unknown }).default;
   } catch (err) {
+    if (err instanceof LonghaulError) throw err;
     throw new LonghaulError("CONFIG_INVALID", `Could not load ${file}: ${(err as Error).message}`, {
       cause: err,
     });

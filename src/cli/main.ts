@@ -1,37 +1,7 @@
 import { readFileSync } from "node:fs";
+import { type Command, CommanderError } from "commander";
 import { LonghaulError } from "../core/errors.ts";
-
-const usage = `longhaul — long-running, webhook-driven tasks
-
-Usage:
-  longhaul dev [--port 8787] [--host 127.0.0.1] [--sim-port 0] [--data-dir .longhaul] [--config file]
-                                                                     server, workers, simulator on SQLite
-  longhaul serve [--config file] [--role all|api|worker] [--port 8787] [--host 0.0.0.0]
-  longhaul simulate [--port 8788] [--secret whsec_…] [--seed 1] [--state-file f]
-                    [--duplicate r] [--reorder r] [--drop r] [--fail-create r] [--delay-ms min,max]
-  longhaul migrate                                                   apply database migrations
-  longhaul tenants create NAME [--max-concurrent-jobs n] [--tasks-per-day n] [--token-budget n]
-  longhaul tenants list | rotate-key TENANT_ID | revoke-key TENANT_ID KEY_ID
-  longhaul tasks list|show|cancel [TASK_ID] [--tenant ID]            an operator's view of tasks
-  longhaul secrets reseal                                            every stored secret under LONGHAUL_SECRET_KEY
-  longhaul --version
-
-Environment: LONGHAUL_DATABASE_URL (sqlite:path | postgres://…), LONGHAUL_API_KEY (dev key),
-LONGHAUL_SECRET_KEY and LONGHAUL_SECRET_KEYS (encryption of secrets at rest), LONGHAUL_LOG_LEVEL.`;
-
-type Command = (argv: string[]) => Promise<void>;
-
-// Each command's module is loaded when it runs, so a command loads only what it uses (`serve`
-// neither the demo tasks nor the simulator; `--version` and `--help` nothing at all).
-const commands: Record<string, () => Promise<Command>> = {
-  dev: async () => (await import("./dev.ts")).dev,
-  serve: async () => (await import("./serve.ts")).serve,
-  simulate: async () => (await import("./simulate.ts")).simulate,
-  migrate: async () => (await import("./migrate.ts")).migrateCommand,
-  tenants: async () => (await import("./tenants.ts")).tenantsCommand,
-  tasks: async () => (await import("./tasks.ts")).tasksCommand,
-  secrets: async () => (await import("./secrets.ts")).secretsCommand,
-};
+import { allCommands, buildProgram, commandPath, OPTION_VARIABLES } from "./program.ts";
 
 /** The installed package's version; package.json sits two folders up from src/cli and dist/cli alike. */
 function version(): string {
@@ -39,45 +9,54 @@ function version(): string {
   return String(pkg.version);
 }
 
-/** The usage lines of one command: its entries and their indented continuation lines. */
-function usageOf(command: string): string {
-  const out: string[] = [];
-  let inside = false;
-  for (const line of usage.split("\n")) {
-    if (line.startsWith("  longhaul "))
-      inside = line.startsWith(`  longhaul ${command} `) || line === `  longhaul ${command}`;
-    else if (!line.startsWith("    ")) inside = false;
-    if (inside) out.push(line);
-  }
-  return `Usage:\n${out.join("\n")}`;
+/**
+ * A usage error as one line: commander's `error: unknown option '--prot'` and its
+ * `(Did you mean --port?)` on the next line become `unknown option '--prot' (did you mean --port?)`.
+ */
+export function usageLine(text: string): string {
+  return text
+    .trim()
+    .replace(/^error: /, "")
+    .replace(/\s*\n\(Did you mean (.*)\)$/s, " (did you mean $1)")
+    .replace(/\s*\n\s*/g, " ");
 }
 
-const [name, ...rest] = process.argv.slice(2);
-if (name === "--version" || name === "-v" || name === "version") {
-  console.log(version());
-  process.exit(0);
+// A variable that is set but empty counts as unset (README "Configuration").
+for (const name of OPTION_VARIABLES) if (process.env[name] === "") delete process.env[name];
+
+const program = buildProgram(version());
+let running: Command = program;
+program.hook("preAction", (_root, action) => {
+  running = action;
+});
+for (const cmd of allCommands(program)) {
+  // A usage error: one line naming the command, then its usage, on stderr; exit 2 (below).
+  cmd
+    .exitOverride((err) => {
+      running = cmd;
+      throw err;
+    })
+    .configureOutput({
+      outputError: (text, write) =>
+        write(`${commandPath(cmd)}: ${usageLine(text)}\n\n${cmd.helpInformation()}`),
+    });
 }
-const command = name && Object.hasOwn(commands, name) ? commands[name] : undefined;
-if (!command) {
-  console.log(usage);
-  process.exit(name && name !== "help" && name !== "--help" && name !== "-h" ? 2 : 0);
-}
-// `longhaul <command> --help` answers before the command parses its options or opens anything.
-const beforeDashDash = rest.includes("--") ? rest.slice(0, rest.indexOf("--")) : rest;
-if (beforeDashDash.includes("--help") || beforeDashDash.includes("-h")) {
-  console.log(usageOf(name as string));
-  process.exit(0);
-}
+
+// `longhaul` alone shows the help, as `longhaul --help` does.
+const argv = process.argv.length > 2 ? process.argv : [...process.argv, "--help"];
 try {
-  await (await command())(rest);
+  await program.parseAsync(argv);
 } catch (err) {
+  if (err instanceof CommanderError) {
+    // --help and --version end here with 0; a command without its subcommand printed its help.
+    if (err.code === "commander.help" && err.exitCode !== 0) {
+      process.stderr.write(`${commandPath(running)}: name a subcommand (see above).\n`);
+    }
+    process.exit(err.exitCode === 0 ? 0 : 2);
+  }
+  const where = commandPath(running);
   if (err instanceof LonghaulError) {
-    console.error(`longhaul ${name}: ${err.message} (${err.code})`);
-  } else if (
-    err instanceof Error &&
-    (err as NodeJS.ErrnoException).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION"
-  ) {
-    console.error(`longhaul ${name}: ${err.message}\n\n${usage}`);
+    console.error(`${where}: ${err.message} (${err.code})`);
   } else {
     console.error(err);
   }

@@ -1,10 +1,8 @@
 import { LonghaulError } from "../core/errors.ts";
 import { SEALED_META_KEYS } from "../secrets/sealed-meta-keys.ts";
 import { type SecretBox, secretBoxFrom } from "../secrets/secret-box.ts";
-import { openStore } from "../store/open-store.ts";
 import type { MetaStore } from "../store/store.ts";
-
-const usage = `longhaul secrets reseal      every stored secret under LONGHAUL_SECRET_KEY; run once every node writes with it`;
+import { databaseUrl, openMigratedStore } from "./store.ts";
 
 /**
  * Moves every stored secret to the writing key of `box`, bound to its place. A start never
@@ -15,12 +13,8 @@ export async function resealUnderWritingKey(store: MetaStore, box: SecretBox): P
   return store.resealSecrets((stored, at) => box.reseal(stored, at), SEALED_META_KEYS);
 }
 
-/** `longhaul secrets reseal`: on the store named by LONGHAUL_DATABASE_URL, with the keys of the environment. */
-export async function secretsCommand(argv: string[]): Promise<void> {
-  if (argv[0] !== "reseal") {
-    console.log(usage);
-    return;
-  }
+/** `longhaul secrets reseal`: on the store of --database-url, with the keys of the environment. */
+export async function secretsReseal(o: { databaseUrl?: string }): Promise<void> {
   const box = secretBoxFrom(undefined);
   if (!box.enabled) {
     throw new LonghaulError(
@@ -28,9 +22,8 @@ export async function secretsCommand(argv: string[]): Promise<void> {
       "No LONGHAUL_SECRET_KEY is set, so there is no key to reseal under; set the key every node now writes with.",
     );
   }
-  const store = await openStore(process.env.LONGHAUL_DATABASE_URL ?? "sqlite:.longhaul/longhaul.db");
+  const store = await openMigratedStore(databaseUrl(o.databaseUrl));
   try {
-    await store.migrate();
     const changed = await resealUnderWritingKey(store, box);
     console.log(
       `Resealed ${changed} stored ${changed === 1 ? "value" : "values"}: every stored secret is now under key ${box.activeKeyId}, so the other keys can leave LONGHAUL_SECRET_KEYS.`,

@@ -1,4 +1,3 @@
-import { parseArgs } from "node:util";
 import { pino } from "pino";
 import { createLonghaul } from "../app.ts";
 import { LonghaulError } from "../core/errors.ts";
@@ -8,39 +7,40 @@ import { safeLoggerOptions } from "../http/log-redaction.ts";
 import { providersFromConfig } from "../providers/from-config.ts";
 import { secretBoxFrom } from "../secrets/secret-box.ts";
 import { engineOptions, readConfig } from "./config.ts";
+import { listenPort } from "./listen-port.ts";
 import { onShutdown } from "./shutdown.ts";
+import { databaseUrl } from "./store.ts";
 
-/** `longhaul serve`: the production server; store from LONGHAUL_DATABASE_URL, types from the config. */
-export async function serve(argv: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      config: { type: "string" },
-      role: { type: "string", default: "all" },
-      port: { type: "string", default: process.env.LONGHAUL_PORT || process.env.PORT || "8787" },
-      host: { type: "string", default: process.env.LONGHAUL_HOST || "0.0.0.0" },
-    },
-  });
-  const role = values.role;
-  if (role !== "all" && role !== "api" && role !== "worker") {
-    throw new LonghaulError("CONFIG_INVALID", `--role must be all, api or worker, not "${role}".`);
-  }
-  const config = await readConfig(values.config);
+export interface ServeOptions {
+  config?: string;
+  role: "all" | "api" | "worker";
+  port: number;
+  host: string;
+  databaseUrl?: string;
+  logLevel: string;
+  sources: Record<string, string | undefined>;
+}
+
+/** `longhaul serve`: the production server; store from --database-url, types from the config. */
+export async function serve(o: ServeOptions): Promise<void> {
+  const role = o.role;
+  const config = await readConfig(o.config);
   requireSecretKey(config.tokens?.keys !== undefined);
   const providers = providersFromConfig(config.providers ?? {});
   const app = await createLonghaul({
-    logger: pino(safeLoggerOptions(process.env.LONGHAUL_LOG_LEVEL ?? "info")),
     taskTypes: withGraph(config.taskTypes ?? []),
     providers,
     sources: config.sources ?? {},
     role,
+    databaseUrl: databaseUrl(o.databaseUrl),
+    logger: pino(safeLoggerOptions(o.logLevel)),
     ...engineOptions(config),
     ...(config.tokens ? { tokens: config.tokens } : {}),
     ...(config.outbound ? { outbound: config.outbound } : {}),
     ...(config.public_url ? { publicUrl: config.public_url } : {}),
     ...(config.metrics ? { metrics: config.metrics } : {}),
   });
-  const url = await app.listen({ port: Number(values.port), host: values.host });
+  const url = await app.listen({ port: listenPort(o), host: o.host });
   onShutdown(() => app.close());
   app.log.info({ url, role, metrics: app.metricsUrl ?? undefined }, "longhaul serve is listening");
 }

@@ -32,6 +32,27 @@ export interface Migration {
   sql: string;
 }
 
+/** The migrations a database has had, and those of this code it has not had yet. */
+export interface MigrationStatus {
+  applied: { version: number; name: string; appliedAt: number }[];
+  pending: { version: number; name: string }[];
+  /** The newest version this code knows; an applied version above it is a newer schema (SCHEMA_TOO_NEW). */
+  latest: number;
+}
+
+/** `applied` (as the version table holds it) against the migrations this code knows. */
+export function migrationStatusOf(
+  known: readonly Migration[],
+  applied: MigrationStatus["applied"],
+): MigrationStatus {
+  const current = applied.reduce((v, m) => Math.max(v, m.version), 0);
+  return {
+    applied,
+    pending: known.filter((m) => m.version > current).map(({ version, name }) => ({ version, name })),
+    latest: known.at(-1)?.version ?? 0,
+  };
+}
+
 const TOKENS = new Map<string, Record<SchemaDialect, string>>([
   ["id", { sqlite: "TEXT", postgres: 'text COLLATE "C"' }],
   ["bigint", { sqlite: "INTEGER", postgres: "bigint" }],

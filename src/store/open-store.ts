@@ -4,6 +4,12 @@ import type { IdGenerator } from "../core/ids.ts";
 import { SqliteStore } from "./sqlite/sqlite-store.ts";
 import type { Store } from "./store.ts";
 
+/** The file a `sqlite:` URL names (or `:memory:`), its default when it names none; null for another kind of URL. */
+export function sqlitePathOf(url: string): string | null {
+  if (!url.startsWith("sqlite:")) return null;
+  return url.slice("sqlite:".length).replace(/^\/\//, "") || ".longhaul/longhaul.db";
+}
+
 /**
  * Opens the store a database URL names: `sqlite:path/to/file.db` (or `sqlite::memory:`), or
  * `postgres://user@host/db` (with `?schema=name` to use a schema other than `public`).
@@ -16,11 +22,8 @@ export async function openStore(
   opts: { clock?: Clock; ids?: IdGenerator; syncInPlace?: boolean } = {},
 ): Promise<Store> {
   const { syncInPlace, ...common } = opts;
-  if (url.startsWith("sqlite:")) {
-    const path = url.slice("sqlite:".length).replace(/^\/\//, "");
-    const file = path || ".longhaul/longhaul.db";
-    return new SqliteStore({ path: file, ...common, syncInPlace: syncInPlace === true });
-  }
+  const file = sqlitePathOf(url);
+  if (file !== null) return new SqliteStore({ path: file, ...common, syncInPlace: syncInPlace === true });
   if (url.startsWith("postgres://") || url.startsWith("postgresql://")) {
     const { PostgresStore } = await import("./postgres/postgres-store.ts");
     return new PostgresStore({ url, ...common });

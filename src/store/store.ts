@@ -14,6 +14,7 @@ import type {
   WaitRequest,
 } from "../core/wait.ts";
 import type { NewWorkItem, WorkItem } from "../core/work-item.ts";
+import type { MigrationStatus } from "./migrations.ts";
 
 // The domain's rows and results are defined in core (ARCHITECTURE §5); the store persists them.
 export type { DeliveryAttemptResult, DeliveryState } from "../core/delivery.ts";
@@ -311,6 +312,8 @@ export interface MetaStore {
   resealSecrets(reseal: (stored: string, at: string) => string, metaKeys: readonly string[]): Promise<number>;
   /** Applies pending migrations; refuses a schema newer than this code (SCHEMA_TOO_NEW). */
   migrate(): Promise<{ from: number; to: number }>;
+  /** The migrations applied and pending, read without changing anything (no table is created). */
+  migrationStatus(): Promise<MigrationStatus>;
   close(): Promise<void>;
   /**
    * For /healthz: `degraded` while the database cannot be reached (PostgreSQL restarting);

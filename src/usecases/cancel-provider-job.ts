@@ -1,6 +1,4 @@
 import { backoffMs } from "../core/backoff.ts";
-import type { Clock } from "../core/clock.ts";
-import type { Provider } from "../providers/provider.ts";
 import type { Lease } from "../store/store.ts";
 import type { JobWorkDeps } from "./job-deps.ts";
 

@@ -1,8 +1,7 @@
 import { backoffMs } from "../core/backoff.ts";
-import type { Clock } from "../core/clock.ts";
 import { LonghaulError, toErrorInfo } from "../core/errors.ts";
 import { isTerminalJob } from "../core/job.ts";
-import { type Provider, ProviderError } from "../providers/provider.ts";
+import { ProviderError } from "../providers/provider.ts";
 import type { Lease } from "../store/store.ts";
 import type { JobWorkDeps } from "./job-deps.ts";
 

@@ -1,8 +1,7 @@
 import { backoffMs } from "../core/backoff.ts";
-import type { Clock } from "../core/clock.ts";
 import { isTerminalJob, nextJobStatus } from "../core/job.ts";
 import { briefEventFromSnapshot } from "../providers/brief-event.ts";
-import { type Provider, ProviderError } from "../providers/provider.ts";
+import { ProviderError } from "../providers/provider.ts";
 import type { Lease } from "../store/store.ts";
 import { POLL_SOURCE } from "./apply-job-event.ts";
 import type { JobWorkDeps } from "./job-deps.ts";

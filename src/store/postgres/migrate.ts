@@ -1,5 +1,11 @@
 import type { Pool, PoolClient } from "pg";
-import { type Migration, readMigrations, refuseNewer } from "../migrations.ts";
+import {
+  type Migration,
+  type MigrationStatus,
+  migrationStatusOf,
+  readMigrations,
+  refuseNewer,
+} from "../migrations.ts";
 import { isConnectionError, unavailable } from "./pool.ts";
 
 /** The numbered migrations, in order, rendered for PostgreSQL (one set for both dialects, `../migrations.ts`). */
@@ -71,4 +77,28 @@ export async function migrate(
 async function currentVersion(client: PoolClient): Promise<number> {
   const r = await client.query<{ v: number | null }>("SELECT max(version) AS v FROM schema_migrations");
   return r.rows[0]?.v ?? 0;
+}
+
+/**
+ * What `migrate` would do to `schema`, read without writing: neither the schema nor the
+ * version table is created when missing. STORE_UNAVAILABLE when the server cannot be reached.
+ */
+export async function migrationStatus(pool: Pool, schema: string): Promise<MigrationStatus> {
+  try {
+    const table = await pool.query<{ t: string | null }>(
+      "SELECT to_regclass(quote_ident($1) || '.schema_migrations')::text AS t",
+      [schema],
+    );
+    const applied =
+      table.rows[0]?.t == null
+        ? []
+        : (
+            await pool.query<{ version: number; name: string; applied_at: number }>(
+              "SELECT version, name, applied_at FROM schema_migrations ORDER BY version",
+            )
+          ).rows.map((r) => ({ version: r.version, name: r.name, appliedAt: Number(r.applied_at) }));
+    return migrationStatusOf(knownMigrations(), applied);
+  } catch (err) {
+    throw isConnectionError(err) ? unavailable(err) : err;
+  }
 }

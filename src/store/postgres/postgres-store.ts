@@ -10,7 +10,7 @@ import type { Lease } from "../store.ts";
 import { claim } from "./claim.ts";
 import { CompleteBatcher, completeMany } from "./complete-batch.ts";
 import { latestSeqs } from "./event-log.ts";
-import { migrate } from "./migrate.ts";
+import { migrate, migrationStatus } from "./migrate.ts";
 import { Notifier } from "./notifier.ts";
 import { createPool, parseTarget } from "./pool.ts";
 import { Transactions } from "./transactions.ts";
@@ -146,6 +146,9 @@ export class PostgresStore extends SqlStore {
 
   async migrate() {
     return migrate(this.pool, this.schema, this.clock.now());
+  }
+  async migrationStatus() {
+    return migrationStatus(this.pool, this.schema);
   }
   async close() {
     await this.completions.idle();

@@ -4,6 +4,7 @@ import type { ProviderEvent } from "../../core/provider-event.ts";
 import type { Quotas } from "../../core/quota.ts";
 import type { RunOutcome } from "../../core/replay.ts";
 import type { WaitRequest } from "../../core/wait.ts";
+import type { MigrationStatus } from "../migrations.ts";
 import * as advance from "../ops/advance-ops.ts";
 import * as eventLog from "../ops/event-log-ops.ts";
 import * as inbox from "../ops/inbox-ops.ts";
@@ -62,6 +63,7 @@ export abstract class SqlStore implements Store {
   abstract inboxForJobs(provider: string, externalIds: string[]): Promise<InboxEventRow[]>;
   abstract health(): Promise<"ok" | "degraded" | "full">;
   abstract migrate(): Promise<{ from: number; to: number }>;
+  abstract migrationStatus(): Promise<MigrationStatus>;
   abstract close(): Promise<void>;
 
   // ── tenants ──

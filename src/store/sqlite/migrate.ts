@@ -1,5 +1,11 @@
 import type Database from "better-sqlite3";
-import { type Migration, readMigrations, refuseNewer } from "../migrations.ts";
+import {
+  type Migration,
+  type MigrationStatus,
+  migrationStatusOf,
+  readMigrations,
+  refuseNewer,
+} from "../migrations.ts";
 
 /** The numbered migrations, in order, rendered for SQLite (one set for both dialects, `../migrations.ts`). */
 export const knownMigrations = (): Migration[] => readMigrations("sqlite");
@@ -28,4 +34,17 @@ export function migrate(db: Database.Database, now: number): { from: number; to:
     }).immediate();
   }
   return { from: current, to: Math.max(current, latest) };
+}
+
+/** What `migrate` would do, read without writing: no table is created when none exists. */
+export function migrationStatus(db: Database.Database): MigrationStatus {
+  const table = db
+    .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
+    .get();
+  const applied = table
+    ? (db
+        .prepare("SELECT version, name, applied_at AS appliedAt FROM schema_migrations ORDER BY version")
+        .all() as MigrationStatus["applied"])
+    : [];
+  return migrationStatusOf(knownMigrations(), applied);
 }

@@ -16,7 +16,7 @@ import { CompleteFold, claim, completeMany } from "./claim.ts";
 import { openDatabase, Sql } from "./db.ts";
 import { appendTaskEvents } from "./event-log.ts";
 import { GroupCommit } from "./group-commit.ts";
-import { migrate } from "./migrate.ts";
+import { migrate, migrationStatus } from "./migrate.ts";
 import { LocalNotifier } from "./notifier.ts";
 import { type Effects, sqliteTx } from "./tx.ts";
 
@@ -223,6 +223,9 @@ export class SqliteStore extends SqlStore {
   }
   async migrate() {
     return migrate(this.db, this.clock.now());
+  }
+  async migrationStatus() {
+    return migrationStatus(this.db);
   }
   async close() {
     await this.writer.run(() => undefined);
