@@ -240,9 +240,16 @@ export class Worker {
       outcome = "failed";
       const message = err instanceof Error ? err.message : String(err);
       this.d.log.error({ err, item: item.id, kind: item.kind, attempt: item.attempts }, "work item failed");
-      await this.safely(() =>
+      const after = await this.safely(() =>
         this.d.store.fail(lease, message, this.d.clock.now() + backoffMs(item.attempts)),
       );
+      if (after === "dead") {
+        this.d.metrics?.deadItems.inc({ kind: item.kind });
+        this.d.log.warn(
+          { item: item.id, kind: item.kind, attempts: item.attempts, error: message },
+          "work item dead after its last attempt",
+        );
+      }
     } finally {
       this.slots.free(performance.now() - t0);
       stop?.();
