@@ -78,7 +78,9 @@ export const handlers: Handlers = {
 
   async cancel_job(d, item, lease) {
     const r = await cancelProviderJob(d, { ...item.payload, lease, attempts: item.attempts });
-    if (r.kind === "retrying") d.metrics?.providerErrors.inc({ provider: r.provider, op: "cancel" });
+    if (r.kind !== "retrying") return;
+    d.metrics?.providerErrors.inc({ provider: r.provider, op: "cancel" });
+    if (r.dead) deadItem(d, item, r.message);
   },
 
   async poll(d, item, lease) {
@@ -86,6 +88,7 @@ export const handlers: Handlers = {
     if (r.kind === "refused" || r.kind === "retrying") {
       d.metrics?.providerErrors.inc({ provider: r.provider, op: "poll" });
     }
+    if (r.kind === "retrying" && r.dead) deadItem(d, item, r.message);
     if (r.kind === "refused") {
       d.log.warn(
         { jobId: r.jobId, err: r.message },
@@ -134,3 +137,19 @@ export const handlers: Handlers = {
     }
   },
 };
+
+/**
+ * A work item a use case gave back after its last attempt: dead-lettered, so counted and
+ * logged at warn as the worker does for an item whose handler threw.
+ */
+export function deadItem(
+  d: EngineDeps,
+  item: { id: string; kind: string; attempts: number },
+  error: string,
+): void {
+  d.metrics?.deadItems.inc({ kind: item.kind });
+  d.log.warn(
+    { item: item.id, kind: item.kind, attempts: item.attempts, error },
+    "work item dead after its last attempt",
+  );
+}

@@ -5,7 +5,7 @@ import { LonghaulError, STORAGE_FULL_RETRY_AFTER_S } from "../core/errors.ts";
 import { maintenanceItem, type TypedWorkItem, typedWorkItem } from "../core/work-item.ts";
 import type { Lease, WorkItem } from "../store/store.ts";
 import type { EngineDeps } from "./deps.ts";
-import { handlers } from "./handlers.ts";
+import { deadItem, handlers } from "./handlers.ts";
 import { Slots } from "./slots.ts";
 
 /**
@@ -243,13 +243,7 @@ export class Worker {
       const after = await this.safely(() =>
         this.d.store.fail(lease, message, this.d.clock.now() + backoffMs(item.attempts)),
       );
-      if (after === "dead") {
-        this.d.metrics?.deadItems.inc({ kind: item.kind });
-        this.d.log.warn(
-          { item: item.id, kind: item.kind, attempts: item.attempts, error: message },
-          "work item dead after its last attempt",
-        );
-      }
+      if (after === "dead") deadItem(this.d, item, message);
     } finally {
       this.slots.free(performance.now() - t0);
       stop?.();

@@ -1,5 +1,5 @@
 import type { Clock } from "../core/clock.ts";
-import { type ErrorInfo, LonghaulError, toErrorInfo } from "../core/errors.ts";
+import { LonghaulError, toErrorInfo } from "../core/errors.ts";
 import { type RunResult, runTask } from "../core/replay.ts";
 import type { LogLine } from "../core/task-log.ts";
 import type { TaskType } from "../core/task-type.ts";

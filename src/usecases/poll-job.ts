@@ -10,7 +10,8 @@ import type { JobWorkDeps } from "./job-deps.ts";
 export type PollJobResult =
   | { kind: "skipped" }
   | { kind: "refused"; jobId: string; message: string; provider: string }
-  | { kind: "retrying"; jobId: string; message: string; provider: string }
+  /** `dead`: that was the item's last attempt; it is dead-lettered. */
+  | { kind: "retrying"; jobId: string; message: string; provider: string; dead: boolean }
   | { kind: "polled"; jobId: string; state: string; moved: boolean };
 
 /**
@@ -43,8 +44,8 @@ export async function pollJob(
       await d.store.complete(lease);
       return { kind: "refused", jobId, message, provider: job.provider };
     }
-    await d.store.fail(lease, message, d.clock.now() + backoffMs(a.attempts, { baseMs: 2000 }));
-    return { kind: "retrying", jobId, message, provider: job.provider };
+    const after = await d.store.fail(lease, message, d.clock.now() + backoffMs(a.attempts, { baseMs: 2000 }));
+    return { kind: "retrying", jobId, message, provider: job.provider, dead: after === "dead" };
   }
   const ev = briefEventFromSnapshot({ ...snapshot, jobId: job.externalId });
   const moved = ev !== null && nextJobStatus(job.status, ev.type as never) !== null;

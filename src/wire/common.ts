@@ -38,7 +38,7 @@ export const ErrorBody = Type.Object({
     param: Type.Optional(
       Type.String({
         description:
-          "The request field at fault, as a dotted path inside its part (`input.text`, `limit`), or the part itself (`body`, `query`, `path`, `headers`) when the whole of it is wrong.",
+          "The request field at fault, as a dotted path inside its part, array indices in brackets (`input.text`, `input.items[2]`, `limit`), or the part itself (`body`, `query`, `path`, `headers`) when the whole of it is wrong.",
       }),
     ),
     request_id: Type.Optional(
