@@ -227,9 +227,25 @@ describe("request ids", () => {
     const id = unrouted.headers.get("x-request-id");
     assert.match(id ?? "", /^req_/);
     assert.equal(((await unrouted.json()) as { error: { request_id: string } }).error.request_id, id);
+    // Refused by the router before any hook runs: a broken percent-encoding.
+    const broken = await fetch(`${stack.url}/v1/tasks/%zz`, { headers: { "x-request-id": "rid-bad-url" } });
+    assert.equal(broken.status, 400);
+    assert.equal(broken.headers.get("x-request-id"), "rid-bad-url");
+    assert.equal(
+      ((await broken.json()) as { error: { request_id: string } }).error.request_id,
+      "rid-bad-url",
+    );
     const a = await fetch(`${stack.url}/healthz`);
     const b = await fetch(`${stack.url}/healthz`);
     assert.notEqual(a.headers.get("x-request-id"), b.headers.get("x-request-id"));
+  });
+
+  test("the OpenAPI error body documents param and request_id", async () => {
+    const doc = (await (await fetch(`${stack.url}/openapi.json`)).json()) as any;
+    const schema = doc.paths["/v1/tasks"].post.responses["4XX"].content["application/json"].schema;
+    const error = schema.properties.error;
+    assert.deepEqual(Object.keys(error.properties), ["code", "message", "param", "request_id"]);
+    assert.deepEqual(error.required, ["code", "message"]);
   });
 
   test("a validation error names the field at fault as param", async () => {
