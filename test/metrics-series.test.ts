@@ -98,6 +98,11 @@ describe("metrics and warn lines over a scripted run on HTTP and a SQLite file",
       stack.api(`/v1/webhook-endpoints/${endpoint.body.id}/deliveries`).then((r) => r.body.data);
     await waitFor(async () => (await deadDelivery()).some((d: { state: string }) => d.state === "dead"));
     await waitFor(() => warnLines().some((l) => l.msg === "work item dead after its last attempt"));
+    // The first maintenance pass has run and scheduled the next one, an hour ahead.
+    await waitFor(async () => {
+      const stats = await stack.store.queueStats(Date.now());
+      return stats.some((s) => s.kind === "maintenance" && s.depth === 1 && s.oldestDueAt === null);
+    });
     const res = await fetch(`${stack.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } });
     assert.equal(res.status, 200);
     text = await res.text();
