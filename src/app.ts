@@ -9,6 +9,7 @@ import { metaValueAt } from "./core/sealed-at.ts";
 import { OptionSettings } from "./core/settings.ts";
 import { checkSettings } from "./core/settings-check.ts";
 import type { TaskType } from "./core/task-type.ts";
+import { workKinds } from "./core/work-item.ts";
 import { type EmbeddedCalls, embeddedCalls } from "./embedded.ts";
 import { providerRegistry, taskTypeRegistry } from "./engine/registry.ts";
 import type { Worker, WorkerOptions } from "./engine/worker.ts";
@@ -241,7 +242,11 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
   const urls = new CapabilityUrls(keyring, baseUrl, defaultWaitMs, clock);
 
   const outbound = outboundSettings(opts.outbound, secrets);
-  const metrics = new Metrics();
+  const metrics = new Metrics({
+    kinds: workKinds,
+    read: () => store.queueStats(clock.now()),
+    now: () => clock.now(),
+  });
   // A worker beside the API claims a few items at a time while HTTP presses the loop (role all).
   let pressure: HttpPressure | null = null;
   // The engine is loaded only by the roles that run it.

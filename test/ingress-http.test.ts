@@ -124,6 +124,7 @@ describe("webhook ingress over HTTP, on the whole stack", () => {
               type: res.headers["content-type"],
               retryAfter: res.headers["retry-after"],
               limit: res.headers["x-ratelimit-limit"],
+              requestId: res.headers["x-request-id"],
             }),
           );
         });
@@ -148,9 +149,12 @@ describe("webhook ingress over HTTP, on the whole stack", () => {
       ["text/plain", (id) => ({ ...signed(id, b(id)), "content-type": "text/plain" }), b],
     ];
     for (const [what, headers, text] of cases) {
-      const fast = await answer(hook(), headers(`evt_fast_${what}`), text(`evt_fast_${what}`));
-      const slow = await answer(routed, headers(`evt_slow_${what}`), text(`evt_slow_${what}`));
+      // The same request id on both, so their answers (which carry it) can be compared whole.
+      const id = { "x-request-id": `rid-${what.replaceAll(" ", "-")}` };
+      const fast = await answer(hook(), { ...headers(`evt_fast_${what}`), ...id }, text(`evt_fast_${what}`));
+      const slow = await answer(routed, { ...headers(`evt_slow_${what}`), ...id }, text(`evt_slow_${what}`));
       assert.deepEqual(fast, slow, what);
+      assert.equal(fast.requestId, id["x-request-id"], what);
     }
     // A delivery recorded through one path is a duplicate through the other.
     const dup = b("evt_fast_accepted");

@@ -95,6 +95,7 @@ describe("task() over HTTP: schema at submit, replay-aware log, cancel signal", 
     assert.equal(wrongType.status, 400);
     assert.equal(wrongType.body.error.code, "VALIDATION_FAILED");
     assert.match(wrongType.body.error.message, /input\.document: .*string/i);
+    assert.equal(wrongType.body.error.param, "input.document", "the field at fault, as a body path");
 
     const missing = await stack.api("/v1/tasks", { body: { type: "test.summarize", input: {} } });
     assert.equal(missing.status, 400);

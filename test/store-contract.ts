@@ -1348,5 +1348,84 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
       );
       await store.close();
     });
+
+    test("refused webhooks are counted per source, code and minute, listed newest first and pruned by minute", async () => {
+      const { clock, store } = await setup();
+      const refuse = (
+        source: string,
+        code: string,
+        requestId: string,
+        remoteAddress: string | null = "10.0.0.1",
+      ) => store.recordWebhookRefusal({ source, code, at: clock.now(), requestId, remoteAddress });
+      const start = clock.now();
+      await refuse("stripe", "SIGNATURE_INVALID", "r1");
+      clock.advance(10_000);
+      await refuse("stripe", "SIGNATURE_INVALID", "r2", "10.0.0.2");
+      await refuse("stripe", "TIMESTAMP_OUT_OF_TOLERANCE", "r3");
+      clock.advance(60_000);
+      await refuse("stripe", "SIGNATURE_INVALID", "r4", null);
+      await refuse("github", "SIGNATURE_MISSING", "r5");
+
+      const all = await store.listWebhookRefusals({ limit: 10 });
+      assert.deepEqual(
+        all.refusals.map((r) => [r.source, r.code, r.count, r.minute - start]),
+        [
+          ["github", "SIGNATURE_MISSING", 1, 60_000],
+          ["stripe", "SIGNATURE_INVALID", 1, 60_000],
+          ["stripe", "TIMESTAMP_OUT_OF_TOLERANCE", 1, 0],
+          ["stripe", "SIGNATURE_INVALID", 2, 0],
+        ],
+      );
+      const first = all.refusals[3]!;
+      assert.deepEqual(
+        [first.firstAt - start, first.lastAt - start, first.lastRequestId, first.lastRemoteAddress],
+        [0, 10_000, "r2", "10.0.0.2"],
+        "a bucket keeps its first and last time and its last request",
+      );
+      assert.equal(all.refusals[1]!.lastRemoteAddress, null);
+
+      const page = await store.listWebhookRefusals({ source: "stripe", limit: 2 });
+      assert.equal(page.refusals.length, 2);
+      assert.ok(page.nextCursor);
+      const rest = await store.listWebhookRefusals({ source: "stripe", limit: 2, cursor: page.nextCursor });
+      assert.deepEqual(
+        rest.refusals.map((r) => r.count),
+        [2],
+      );
+      assert.equal(rest.nextCursor, null);
+
+      assert.equal(await store.pruneWebhookRefusals(start + 60_000), 2, "the buckets of the first minute");
+      assert.equal(await store.pruneWebhookRefusals(start + 60_000), 0);
+      assert.equal((await store.listWebhookRefusals({ limit: 10 })).refusals.length, 2);
+      await store.close();
+    });
+
+    test("queueStats counts pending items per kind and the oldest one due, in one read", async () => {
+      const { clock, store, tenant } = await setup();
+      await submit(store, tenant.id);
+      await submit(store, tenant.id);
+      await store.enqueue([
+        {
+          kind: "poll",
+          tenantId: tenant.id,
+          payload: { jobId: "j_later", attempt: 1 },
+          runAt: clock.now() + 60_000,
+          maxAttempts: 3,
+        },
+      ]);
+      const due = clock.now();
+      clock.advance(5_000);
+      const stats = await store.queueStats(clock.now());
+      const byKind = new Map(stats.map((s) => [s.kind, s]));
+      assert.deepEqual(byKind.get("advance"), { kind: "advance", depth: 2, oldestDueAt: due });
+      assert.deepEqual(byKind.get("poll"), { kind: "poll", depth: 1, oldestDueAt: null }, "not due yet");
+      await claimOne(store);
+      assert.equal(
+        new Map((await store.queueStats(clock.now())).map((s) => [s.kind, s])).get("advance")?.depth,
+        1,
+        "a leased item is not pending",
+      );
+      await store.close();
+    });
   });
 }

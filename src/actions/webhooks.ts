@@ -2,9 +2,10 @@ import type { Logger } from "pino";
 import type { Static } from "typebox";
 import type { Clock } from "../core/clock.ts";
 import { LonghaulError } from "../core/errors.ts";
+import { isRecordedRefusal } from "../core/webhook-refusal.ts";
 import type { Source } from "../ingress/sources.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import type { InboxStore } from "../store/store.ts";
+import type { InboxStore, WebhookRefusalStore } from "../store/store.ts";
 import { recordWebhook } from "../usecases/record-webhook.ts";
 import type { HookReceipt } from "../wire/events.ts";
 
@@ -48,4 +49,39 @@ export function tooLarge(source: Source): LonghaulError {
 /** Whether a declared `Content-Length` is over the source's limit (refused before any byte is read). */
 export function declaredTooLarge(source: Source, contentLength: string | undefined): boolean {
   return contentLength !== undefined && Number(contentLength) > source.bodyLimit;
+}
+
+export interface WebhookRefusedDeps {
+  refusals: WebhookRefusalStore;
+  clock: Clock;
+  metrics?: Metrics | undefined;
+  /** The request's logger (it carries the request id). */
+  log: Pick<Logger, "warn" | "error">;
+}
+
+/**
+ * What either door does with a webhook of a configured source it answered with a 4xx: counts
+ * it by reason, and, unless it was rate limited (the flood itself, `isRecordedRefusal`), logs
+ * it at warn and counts it in its (source, code, minute) bucket. The line and the row name
+ * the source, the code and the request, never the body, a header, the signature or a secret.
+ * The row is written after the answer, not before it: a refusal costs the sender no wait.
+ */
+export function webhookRefused(
+  d: WebhookRefusedDeps,
+  r: { source: string; status: number; code: string; requestId: string; remoteAddress: string | null },
+): void {
+  d.metrics?.webhookRefusals.inc({ source: r.source, reason: r.code });
+  if (!isRecordedRefusal(r.status, r.code)) return;
+  d.log.warn({ source: r.source, code: r.code, status: r.status }, "webhook refused");
+  d.refusals
+    .recordWebhookRefusal({
+      source: r.source,
+      code: r.code,
+      at: d.clock.now(),
+      requestId: r.requestId,
+      remoteAddress: r.remoteAddress,
+    })
+    .catch((err: unknown) =>
+      d.log.error({ err, source: r.source }, "a webhook refusal could not be counted"),
+    );
 }

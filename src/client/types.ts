@@ -57,6 +57,7 @@ export type TimelineDelivery = Static<typeof wire.TimelineDelivery>;
 export type Verdict = Static<typeof wire.Verdict>;
 
 export type InboxEvent = Static<typeof wire.InboxEvent>;
+export type WebhookRefusal = Static<typeof wire.WebhookRefusal>;
 
 export type WebhookEndpoint = Static<typeof wire.WebhookEndpoint>;
 export type WebhookEndpointWithSecret = Static<typeof wire.WebhookEndpointWithSecret>;

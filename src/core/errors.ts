@@ -84,15 +84,18 @@ export class LonghaulError extends Error {
   override readonly name: string = "LonghaulError";
   readonly code: ErrorCode;
   readonly details: Record<string, unknown> | undefined;
+  /** The request field at fault, as a dotted path (`input.text`), when one is; answered as `param`. */
+  readonly param: string | undefined;
 
   constructor(
     code: ErrorCode,
     message: string,
-    options?: { cause?: unknown; details?: Record<string, unknown> },
+    options?: { cause?: unknown; details?: Record<string, unknown>; param?: string },
   ) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.details = options?.details;
+    this.param = options?.param;
     brand(this, "longhaul:LonghaulError");
   }
 }

@@ -56,7 +56,8 @@ export function describeIssues(issues: ReadonlyArray<StandardSchemaV1.Issue>, ma
   return shown.join("; ");
 }
 
-function issuePath(path: StandardSchemaV1.Issue["path"]): string {
+/** Where an issue is, as a request body's field path (`input.items[2].name`): an error's `param`. */
+export function issuePath(path: StandardSchemaV1.Issue["path"]): string {
   let out = "input";
   for (const seg of path ?? []) {
     const key = typeof seg === "object" && seg !== null ? seg.key : seg;

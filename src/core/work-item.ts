@@ -16,6 +16,20 @@ export interface WorkPayloads {
 /** The kinds of work the queue holds; each has one use case the worker calls. */
 export type WorkKind = keyof WorkPayloads;
 
+const kindSet: Record<WorkKind, true> = {
+  advance: true,
+  dispatch: true,
+  apply_event: true,
+  timeout: true,
+  reminder: true,
+  cancel_job: true,
+  poll: true,
+  maintenance: true,
+  deliver: true,
+};
+/** Every kind of work, as a list (the queue metrics name each, at zero too). */
+export const workKinds = Object.keys(kindSet) as readonly WorkKind[];
+
 export type WorkItemStatus = "pending" | "leased" | "dead";
 
 /**

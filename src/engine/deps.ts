@@ -13,6 +13,7 @@ import type {
   QueueStore,
   TaskStore,
   WaitStore,
+  WebhookRefusalStore,
 } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 
@@ -23,7 +24,8 @@ export type EngineStore = TaskStore &
   InboxStore &
   WaitStore &
   QueueStore &
-  OutboundStore;
+  OutboundStore &
+  WebhookRefusalStore;
 
 /** What the work handlers need. Wired once in `src/app.ts`. */
 export interface EngineDeps {

@@ -22,7 +22,22 @@ export const handlers: Handlers = {
     const onLog = (line: LogLine, who: TaskLogSubject) =>
       d.log[line.level]({ ...who, fields: line.fields ?? undefined }, line.message);
     const r = await advanceTask({ ...d, onLog }, { ...item.payload, lease, attempts: item.attempts });
+    if (!("who" in r)) return;
+    for (const kind of r.waits) d.metrics?.waits.inc({ kind: kind === "wait_event" ? "event" : kind });
     if (r.kind === "retry") d.log.warn({ ...r.who, error: r.error, delayMs: r.delayMs }, "task will retry");
+    if (r.kind === "succeeded" || r.kind === "failed" || r.kind === "timed_out") {
+      const labels = { type: r.who.type, status: r.kind };
+      d.metrics?.tasksFinished.inc(labels);
+      d.metrics?.taskSeconds.observe(labels, Math.max(0, d.clock.now() - r.createdAt) / 1000);
+    }
+    if (r.kind === "failed" || r.kind === "timed_out") {
+      // Never the input: what failed, whose task it was, and why.
+      const { taskId, tenantId, type } = r.who;
+      d.log.warn(
+        { taskId, tenantId, type, status: r.kind, code: r.error.code, message: r.error.message },
+        "task failed",
+      );
+    }
   },
 
   async dispatch(d, item, lease) {
@@ -32,6 +47,9 @@ export const handlers: Handlers = {
       attempts: item.attempts,
       maxAttempts: item.maxAttempts,
     });
+    if (r.kind === "retrying" || (r.kind === "failed" && r.code === "PROVIDER_ERROR")) {
+      d.metrics?.providerErrors.inc({ provider: r.provider, op: "create" });
+    }
     if (r.kind === "retrying") {
       d.log.warn({ jobId: r.jobId, attempt: r.attempt, err: r.message }, "dispatch failed; will retry");
     }
@@ -59,11 +77,18 @@ export const handlers: Handlers = {
   },
 
   async cancel_job(d, item, lease) {
-    await cancelProviderJob(d, { ...item.payload, lease, attempts: item.attempts });
+    const r = await cancelProviderJob(d, { ...item.payload, lease, attempts: item.attempts });
+    if (r.kind !== "retrying") return;
+    d.metrics?.providerErrors.inc({ provider: r.provider, op: "cancel" });
+    if (r.dead) deadItem(d, item, r.message);
   },
 
   async poll(d, item, lease) {
     const r = await pollJob(d, { ...item.payload, lease, attempts: item.attempts });
+    if (r.kind === "refused" || r.kind === "retrying") {
+      d.metrics?.providerErrors.inc({ provider: r.provider, op: "poll" });
+    }
+    if (r.kind === "retrying" && r.dead) deadItem(d, item, r.message);
     if (r.kind === "refused") {
       d.log.warn(
         { jobId: r.jobId, err: r.message },
@@ -84,6 +109,9 @@ export const handlers: Handlers = {
       );
     }
     if (pruned.signals > 0) d.log.info({ signals: pruned.signals }, "pruned signals past their retention");
+    if (pruned.refusals > 0) {
+      d.log.info({ refusals: pruned.refusals }, "pruned refused-webhook counts past their retention");
+    }
   },
 
   async deliver(d, item, lease) {
@@ -92,11 +120,36 @@ export const handlers: Handlers = {
       { outbound: d.store, queue: d.store, clock: d.clock, settings: d.outbound, random: d.random },
       { deliveryId, lease },
     );
-    if (r.kind === "attempted" && r.result.outcome !== "delivered") {
-      d.log.info(
-        { deliveryId, endpointId: r.endpointId, outcome: r.result.outcome, code: r.result.error.code },
-        "outbound webhook attempt failed",
+    if (r.kind !== "attempted") return;
+    const result = r.result;
+    d.metrics?.outboundAttempts.inc({ outcome: result.outcome });
+    if (result.outcome === "delivered") return;
+    const line = { deliveryId, endpointId: r.endpointId, outcome: result.outcome, code: result.error.code };
+    if (result.outcome === "retry") {
+      d.log.info(line, "outbound webhook attempt failed");
+    } else {
+      // Given up: dead after its last attempt, or failed for good (the endpoint is gone).
+      if (result.outcome === "dead") d.metrics?.outboundDead.inc({});
+      d.log.warn(
+        { ...line, status: result.status, message: result.error.message },
+        "outbound webhook delivery dead",
       );
     }
   },
 };
+
+/**
+ * A work item a use case gave back after its last attempt: dead-lettered, so counted and
+ * logged at warn as the worker does for an item whose handler threw.
+ */
+export function deadItem(
+  d: EngineDeps,
+  item: { id: string; kind: string; attempts: number },
+  error: string,
+): void {
+  d.metrics?.deadItems.inc({ kind: item.kind });
+  d.log.warn(
+    { item: item.id, kind: item.kind, attempts: item.attempts, error },
+    "work item dead after its last attempt",
+  );
+}

@@ -5,7 +5,7 @@ import { LonghaulError, STORAGE_FULL_RETRY_AFTER_S } from "../core/errors.ts";
 import { maintenanceItem, type TypedWorkItem, typedWorkItem } from "../core/work-item.ts";
 import type { Lease, WorkItem } from "../store/store.ts";
 import type { EngineDeps } from "./deps.ts";
-import { handlers } from "./handlers.ts";
+import { deadItem, handlers } from "./handlers.ts";
 import { Slots } from "./slots.ts";
 
 /**
@@ -240,9 +240,10 @@ export class Worker {
       outcome = "failed";
       const message = err instanceof Error ? err.message : String(err);
       this.d.log.error({ err, item: item.id, kind: item.kind, attempt: item.attempts }, "work item failed");
-      await this.safely(() =>
+      const after = await this.safely(() =>
         this.d.store.fail(lease, message, this.d.clock.now() + backoffMs(item.attempts)),
       );
+      if (after === "dead") deadItem(this.d, item, message);
     } finally {
       this.slots.free(performance.now() - t0);
       stop?.();

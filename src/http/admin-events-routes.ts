@@ -1,7 +1,7 @@
 import { type Static, Type } from "typebox";
-import type { InboxEventRow, InboxStore } from "../store/store.ts";
+import type { InboxEventRow, InboxStore, WebhookRefusalRow, WebhookRefusalStore } from "../store/store.ts";
 import { IdParams, Page } from "../wire/common.ts";
-import { InboxEvent, InboxQuery, InboxStatus } from "../wire/events.ts";
+import { InboxEvent, InboxQuery, InboxStatus, WebhookRefusal, WebhookRefusalQuery } from "../wire/events.ts";
 import type { Api } from "./api.ts";
 import { operation } from "./openapi.ts";
 
@@ -23,8 +23,34 @@ function inboxJson(e: InboxEventRow): Static<typeof InboxEvent> {
   };
 }
 
-/** The inbox for operators: what came in, what happened to it, and replay. */
-export function adminEventsRoutes(app: Api, store: InboxStore): void {
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function refusalJson(r: WebhookRefusalRow): Static<typeof WebhookRefusal> {
+  return {
+    id: r.id,
+    source: r.source,
+    code: r.code,
+    minute: iso(r.minute),
+    count: r.count,
+    first_at: iso(r.firstAt),
+    last_at: iso(r.lastAt),
+    last_request_id: r.lastRequestId,
+    last_remote_address: r.lastRemoteAddress,
+  };
+}
+
+/** The inbox for operators: what came in, what happened to it, and replay; what was refused. */
+export function adminEventsRoutes(app: Api, store: InboxStore & WebhookRefusalStore): void {
+  const refusals = operation("Refused webhooks, counted per source, reason code and minute", {
+    querystring: WebhookRefusalQuery,
+    response: { 200: Page(WebhookRefusal) },
+  });
+  app.get("/v1/admin/webhook-refusals", { schema: refusals }, async (req) => {
+    const { source, cursor, limit } = req.query;
+    const page = await store.listWebhookRefusals({ source, limit: limit ?? 50, cursor });
+    return { data: page.refusals.map(refusalJson), next_cursor: page.nextCursor };
+  });
+
   const list = operation("The inbox of deliveries (source, status)", {
     querystring: InboxQuery,
     response: { 200: Page(InboxEvent) },

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifySchemaValidationError } from "fastify";
 import { type ErrorCode, LonghaulError } from "../core/errors.ts";
 import { errorStatus } from "./error-status.ts";
+import { REQUEST_ID_HEADER } from "./request-id.ts";
 
 /** Fastify's own failures mapped onto our stable codes, so bad input never gets a 5xx. */
 const fastifyCodes: Record<string, [ErrorCode, string]> = {
@@ -28,9 +29,10 @@ const INTERNAL_MESSAGE = "Something went wrong on our side; the request can be r
  * Fastify's `frameworkErrors`: what the router refuses before any route or hook runs (a broken
  * percent-encoding, a path segment over `maxParamLength`) leaves in our error shape too.
  */
-export function frameworkErrors(err: FastifyError, _req: unknown, reply: FastifyReply): FastifyReply {
+export function frameworkErrors(err: FastifyError, req: { id?: string }, reply: FastifyReply): FastifyReply {
   const [code, message] = fastifyCodes[err.code] ?? ["INTERNAL", INTERNAL_MESSAGE];
-  return reply.status(errorStatus[code]).send(errorBody(code, message));
+  if (req.id) reply.header(REQUEST_ID_HEADER, req.id);
+  return reply.status(errorStatus[code]).send(errorBody(code, message, { requestId: req.id }));
 }
 
 const partNames: Record<string, string> = {
@@ -64,11 +66,30 @@ export function schemaErrorFormatter(errors: FastifySchemaValidationError[], dat
       ? `"${field}" in the ${part} ${problem}.`
       : `The ${part} ${problem}${dataVar === "body" ? "; send a JSON object" : ""}.`,
   );
-  return err;
+  // The field at fault as `param`: its dotted path inside the part (`input.text`), or the
+  // part itself when the whole of it is wrong (`body`, `query`).
+  return Object.assign(err, { param: field || paramParts[dataVar] || dataVar });
 }
 
-export function errorBody(code: string, message: string) {
-  return { error: { code, message } };
+const paramParts: Record<string, string> = { querystring: "query", params: "path" };
+
+/**
+ * `{"error": {"code", "message", "param"?, "request_id"?}}`: `param` names the field at fault
+ * (a dotted path, `input.text`), `request_id` the request, as its `X-Request-Id` answers it.
+ */
+export function errorBody(
+  code: string,
+  message: string,
+  more: { param?: string | undefined; requestId?: string | undefined } = {},
+) {
+  return {
+    error: {
+      code,
+      message,
+      ...(more.param === undefined ? {} : { param: more.param }),
+      ...(more.requestId === undefined ? {} : { request_id: more.requestId }),
+    },
+  };
 }
 
 /** How an error thrown by longhaul's own code is answered, by the router or without it. */
@@ -82,24 +103,31 @@ export interface ErrorResponse {
 }
 
 /** A LonghaulError as its status, body and `Retry-After`; anything else as 500 INTERNAL. */
-export function errorResponse(err: unknown): ErrorResponse {
+export function errorResponse(err: unknown, requestId?: string): ErrorResponse {
   if (err instanceof LonghaulError) {
     const retryAfter = err.details?.retry_after_s;
     return {
       status: errorStatus[err.code],
-      body: errorBody(err.code, err.message),
+      body: errorBody(err.code, err.message, { param: err.param, requestId }),
       ...(typeof retryAfter === "number" ? { retryAfter: String(retryAfter) } : {}),
       ...(errorStatus[err.code] >= 500 ? { logAs: "request failed" } : {}),
     };
   }
-  return { status: 500, body: errorBody("INTERNAL", INTERNAL_MESSAGE), logAs: "unexpected error" };
+  return {
+    status: 500,
+    body: errorBody("INTERNAL", INTERNAL_MESSAGE, { requestId }),
+    logAs: "unexpected error",
+  };
 }
 
-/** Every error leaves as `{"error": {"code", "message"}}` with the status from the one table. */
+/**
+ * Every error leaves as `{"error": {"code", "message", "param"?, "request_id"}}` with the
+ * status from the one table.
+ */
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError | LonghaulError | Error, req, reply) => {
     if (err instanceof LonghaulError) {
-      const r = errorResponse(err);
+      const r = errorResponse(err, req.id);
       if (r.logAs) req.log.error({ err }, r.logAs);
       if (r.retryAfter !== undefined) reply.header("retry-after", r.retryAfter);
       return reply.status(r.status).send(r.body);
@@ -108,14 +136,19 @@ export function installErrorHandling(app: FastifyInstance): void {
     const mapped = fe.code ? fastifyCodes[fe.code] : undefined;
     if (mapped) {
       const status = fe.statusCode ?? 400;
-      return reply
-        .status(status)
-        .send(errorBody(mapped[0], fe.code === "FST_ERR_VALIDATION" ? fe.message : mapped[1]));
+      const validation = fe.code === "FST_ERR_VALIDATION";
+      const param = validation ? (fe as { param?: unknown }).param : undefined;
+      return reply.status(status).send(
+        errorBody(mapped[0], validation ? fe.message : mapped[1], {
+          param: typeof param === "string" ? param : undefined,
+          requestId: req.id,
+        }),
+      );
     }
     if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
-      return reply.status(fe.statusCode).send(errorBody("BAD_REQUEST", fe.message));
+      return reply.status(fe.statusCode).send(errorBody("BAD_REQUEST", fe.message, { requestId: req.id }));
     }
-    const r = errorResponse(err);
+    const r = errorResponse(err, req.id);
     req.log.error({ err }, r.logAs);
     return reply.status(r.status).send(r.body);
   });
@@ -132,6 +165,8 @@ export function installErrorHandling(app: FastifyInstance): void {
       first !== undefined && first !== "v1" && apiSegments.has(first)
         ? ` The API is under /v1: did you mean ${req.method} /v1${path}?`
         : "";
-    return reply.status(404).send(errorBody("NOT_FOUND", `No route ${req.method} ${path}.${hint}`));
+    return reply
+      .status(404)
+      .send(errorBody("NOT_FOUND", `No route ${req.method} ${path}.${hint}`, { requestId: req.id }));
   });
 }

@@ -1,13 +1,14 @@
 import { type Readable, Transform } from "node:stream";
 import { Type } from "typebox";
-import { declaredTooLarge, tooLarge, webhookAction } from "../actions/webhooks.ts";
+import { declaredTooLarge, tooLarge, webhookAction, webhookRefused } from "../actions/webhooks.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Source } from "../ingress/sources.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import type { InboxStore } from "../store/store.ts";
+import type { InboxStore, WebhookRefusalStore } from "../store/store.ts";
 import { sourceNamed } from "../usecases/record-webhook.ts";
 import { HookReceipt } from "../wire/events.ts";
 import type { Api } from "./api.ts";
+import { errorResponse } from "./error-handler.ts";
 import { operation } from "./openapi.ts";
 
 /**
@@ -18,7 +19,7 @@ import { operation } from "./openapi.ts";
  */
 export function hooksRoutes(
   app: Api,
-  store: InboxStore,
+  store: InboxStore & WebhookRefusalStore,
   sources: Map<string, Source>,
   clock: Clock,
   metrics?: Metrics,
@@ -32,6 +33,24 @@ export function hooksRoutes(
     scope.addContentTypeParser("*", { parseAs: "buffer", bodyLimit: largest }, (_req, body, done) =>
       done(null, body),
     );
+
+    // A refusal of a configured source's webhook (the rate limit and 413 included) is counted
+    // and logged as on the path ahead of the router.
+    scope.addHook("onError", async (req, _reply, err) => {
+      const name = (req.params as { source?: string }).source;
+      if (name === undefined || !sources.has(name)) return;
+      const r = errorResponse(err, req.id);
+      webhookRefused(
+        { refusals: store, clock, metrics, log: req.log },
+        {
+          source: name,
+          status: r.status,
+          code: r.body.error.code,
+          requestId: req.id,
+          remoteAddress: req.ip ?? null,
+        },
+      );
+    });
 
     scope.addHook("preParsing", async (req, _reply, payload) => {
       const source = sourceNamed(sources, (req.params as { source: string }).source);

@@ -33,6 +33,7 @@ import { metricsAuth } from "./metrics-auth.ts";
 import { openapiDocs, operation } from "./openapi.ts";
 import { hookWindows, installRateLimits } from "./rate-limits.ts";
 import { referencePageHeaders, renderReferencePage } from "./reference-page.ts";
+import { REQUEST_ID_HEADER, requestIdFor } from "./request-id.ts";
 import { lazySerializers } from "./serializers.ts";
 import { signalsRoutes } from "./signals-routes.ts";
 import { tasksRoutes } from "./tasks-routes.ts";
@@ -120,6 +121,10 @@ export function buildServer(d: ServerDeps): FastifyInstance {
       ),
     // Capability tokens travel in the path.
     routerOptions: { maxParamLength: 2100 },
+    // Every request's id is the caller's valid `X-Request-Id` or a new ULID (./request-id.ts):
+    // the header is read in genReqId, not by `requestIdHeader`, which would take any value.
+    requestIdHeader: false,
+    genReqId: (req) => requestIdFor(req.headers[REQUEST_ID_HEADER]),
     // What the router refuses before any route or hook runs leaves in our error shape too.
     frameworkErrors: frameworkErrors as NonNullable<FastifyServerOptions["frameworkErrors"]>,
     connectionTimeout: 0,
@@ -149,6 +154,20 @@ export function buildServer(d: ServerDeps): FastifyInstance {
     ];
   });
   installErrorHandling(app);
+  // First of every request's hooks, so whatever answers it (an error, a 404) names the id.
+  app.addHook("onRequest", async (req, reply) => {
+    reply.header(REQUEST_ID_HEADER, req.id);
+  });
+  // Labelled by the route's pattern, never the URL, so ids in paths add no series.
+  const metrics = d.metrics;
+  if (metrics) {
+    app.addHook("onResponse", async (req, reply) => {
+      metrics.httpSeconds.observe(
+        { method: req.method, route: req.routeOptions.url ?? "unmatched", status: String(reply.statusCode) },
+        reply.elapsedTime / 1000,
+      );
+    });
+  }
   // /openapi.json is generated from the routes' schemas, so it cannot drift from what they accept.
   const openapi = openapiDocs();
   app.register(openapi.collect);

@@ -13,6 +13,7 @@ import type {
   WaitAnswer,
   WaitRequest,
 } from "../core/wait.ts";
+import type { WebhookRefusal, WebhookRefusalRow } from "../core/webhook-refusal.ts";
 import type { NewWorkItem, WorkItem } from "../core/work-item.ts";
 import type { MigrationStatus } from "./migrations.ts";
 
@@ -24,6 +25,7 @@ export type { AdvanceResult } from "../core/replay.ts";
 export type { StepRow } from "../core/step.ts";
 export type { TaskRow } from "../core/task.ts";
 export type { ApprovalDecisionRow, CallbackAnswer, CallbackDelivery, WaitAnswer } from "../core/wait.ts";
+export type { WebhookRefusal, WebhookRefusalRow } from "../core/webhook-refusal.ts";
 export type { NewWorkItem, WorkItem, WorkKind } from "../core/work-item.ts";
 
 /** Tenants, their API keys, quotas and usage. */
@@ -234,8 +236,38 @@ export interface QueueStore {
   /** The earliest `run_at` of a pending item, for sleeping until there is work. */
   nextRunAt(): Promise<number | null>;
   deadItems(limit: number): Promise<WorkItem[]>;
+  /** Pending items per kind and the oldest one due at `now`, in one statement (for metrics). */
+  queueStats(now: number): Promise<QueueKindStats[]>;
   /** Calls `fn` after a commit that may have made work due; returns the unsubscribe. */
   onWork(fn: () => void): () => void;
+}
+
+/** What the queue holds of one kind of work: pending items, and when the oldest due one was due. */
+export interface QueueKindStats {
+  kind: string;
+  depth: number;
+  /** The `run_at` of the oldest pending item due now; null if none is due yet. */
+  oldestDueAt: number | null;
+}
+
+/**
+ * Webhooks refused before they were recorded, counted per source, reason and minute
+ * (src/core/webhook-refusal.ts).
+ */
+export interface WebhookRefusalStore {
+  /** Counts one refusal in its (source, code, minute) bucket: one statement. */
+  recordWebhookRefusal(r: WebhookRefusal): Promise<void>;
+  /** Refusal buckets, newest first, for the admin API. */
+  listWebhookRefusals(q: {
+    source?: string | undefined;
+    limit: number;
+    cursor?: string | undefined;
+  }): Promise<{
+    refusals: WebhookRefusalRow[];
+    nextCursor: string | null;
+  }>;
+  /** Deletes the buckets of minutes before `before` (their retention). Returns how many. */
+  pruneWebhookRefusals(before: number): Promise<number>;
 }
 
 /** Each tenant's append-only log of task events, and its announcements. */
@@ -342,6 +374,7 @@ export interface Store
     QueueStore,
     EventLogStore,
     OutboundStore,
+    WebhookRefusalStore,
     MetaStore {}
 
 export interface Lease {

@@ -1,8 +1,9 @@
 import type { Clock } from "../core/clock.ts";
-import { type ErrorInfo, LonghaulError, toErrorInfo } from "../core/errors.ts";
+import { LonghaulError, toErrorInfo } from "../core/errors.ts";
 import { type RunResult, runTask } from "../core/replay.ts";
 import type { LogLine } from "../core/task-log.ts";
 import type { TaskType } from "../core/task-type.ts";
+import type { WaitRequest } from "../core/wait.ts";
 import type { AdvanceStore, Lease, QueueStore, WaitStore } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 
@@ -17,12 +18,15 @@ export interface TaskLogSubject {
   traceId: string | null;
 }
 
+/**
+ * What one advance came to. A run that got as far as running (or failing) the task says whose
+ * task it was (`who`), when the task was created, and the kinds of the waits it started
+ * (`waits`), for the caller's log lines and metrics.
+ */
 export type AdvanceTaskResult =
   /** The task is gone, or another advance ended or parked it first. */
   | { kind: "skipped" | "parked" }
-  | { kind: "retry"; delayMs: number; error: ErrorInfo; who: TaskLogSubject }
-  | { kind: "failed"; error: ErrorInfo }
-  | { kind: Exclude<RunResult["kind"], "retry" | "failed"> };
+  | ({ who: TaskLogSubject; createdAt: number; waits: WaitRequest["kind"][] } & RunResult);
 
 /**
  * Advances one task: re-runs its function with replay of the stored steps and records what
@@ -53,6 +57,15 @@ export async function advanceTask(
     return { kind: "skipped" };
   }
   const { task, history } = loaded;
+  const who: TaskLogSubject = {
+    taskId,
+    tenantId: task.tenantId,
+    type: task.type,
+    userId: task.userId,
+    traceId: task.traceId,
+  };
+  const waits: WaitRequest["kind"][] = [];
+  const about = { who, createdAt: task.createdAt, waits };
   const type = d.taskTypes.find(task.type);
   if (!type) {
     const error = toErrorInfo(
@@ -62,17 +75,10 @@ export async function advanceTask(
       ),
     );
     await d.store.finishAdvance(lease, taskId, { kind: "failed", error });
-    return { kind: "failed", error };
+    return { kind: "failed", error, ...about };
   }
   const begun = await d.store.beginAdvance(lease, taskId);
   if (begun !== "started") return { kind: begun === "parked" ? "parked" : "skipped" };
-  const who: TaskLogSubject = {
-    taskId,
-    tenantId: task.tenantId,
-    type: task.type,
-    userId: task.userId,
-    traceId: task.traceId,
-  };
   const logs: LogLine[] = [];
   const canceled = watchForCancel(d.store, taskId);
   let result: RunResult;
@@ -85,12 +91,15 @@ export async function advanceTask(
       history,
       ports: {
         storeRunOutcome: (o) => d.store.storeRunOutcome(lease, taskId, o),
-        registerWait: (w) =>
-          d.store.registerWait(
+        registerWait: async (w) => {
+          const stored = await d.store.registerWait(
             lease,
             taskId,
             w.kind === "job" ? { ...w, pollAfterMs: w.pollAfterMs ?? d.pollAfterMs } : w,
-          ),
+          );
+          waits.push(w.kind);
+          return stored;
+        },
         callbackUrl: (s) => d.urls.callback(task.tenantId, taskId, s),
         markHandedOff: (stepId) => d.store.markHandedOff(lease, taskId, stepId),
         log: (line) => {
@@ -116,10 +125,10 @@ export async function advanceTask(
       error: result.error,
       logs,
     });
-    return { ...result, who };
+    return { ...result, ...about };
   }
   await d.store.finishAdvance(lease, taskId, { ...result, logs });
-  return result;
+  return { ...result, ...about };
 }
 
 /** How often a running task function checks whether its task was canceled. */

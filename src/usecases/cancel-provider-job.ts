@@ -10,7 +10,9 @@ import type { JobWorkDeps } from "./job-deps.ts";
 export async function cancelProviderJob(
   d: JobWorkDeps,
   a: { jobId: string; lease: Lease; attempts: number },
-): Promise<{ kind: "skipped" | "canceled" } | { kind: "retrying"; message: string }> {
+): Promise<
+  { kind: "skipped" | "canceled" } | { kind: "retrying"; message: string; provider: string; dead: boolean }
+> {
   const job = await d.store.getJob(a.jobId);
   const provider = job ? d.providers.find(job.provider) : undefined;
   if (!job?.externalId || !provider?.cancel) {
@@ -23,7 +25,7 @@ export async function cancelProviderJob(
     return { kind: "canceled" };
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
-    await d.store.fail(a.lease, message, d.clock.now() + backoffMs(a.attempts));
-    return { kind: "retrying", message };
+    const after = await d.store.fail(a.lease, message, d.clock.now() + backoffMs(a.attempts));
+    return { kind: "retrying", message, provider: job.provider, dead: after === "dead" };
   }
 }

@@ -9,8 +9,8 @@ export type DispatchJobResult =
   | { kind: "skipped" }
   | { kind: "parked" }
   | { kind: "created"; externalId: string }
-  | { kind: "failed"; code: "PROVIDER_UNKNOWN" | "BUDGET_EXCEEDED" | "PROVIDER_ERROR" }
-  | { kind: "retrying"; jobId: string; attempt: number; message: string };
+  | { kind: "failed"; code: "PROVIDER_UNKNOWN" | "BUDGET_EXCEEDED" | "PROVIDER_ERROR"; provider: string }
+  | { kind: "retrying"; jobId: string; attempt: number; message: string; provider: string };
 
 /**
  * Creates a job at its provider. The idempotency key `task:step` goes with every attempt,
@@ -37,7 +37,7 @@ export async function dispatchJob(
     message: string,
   ) => {
     await d.store.failJob(lease, jobId, toErrorInfo(new LonghaulError(code, message)));
-    return { kind: "failed" as const, code };
+    return { kind: "failed" as const, code, provider: job.provider };
   };
   const provider = d.providers.find(job.provider);
   if (!provider)
@@ -71,6 +71,6 @@ export async function dispatchJob(
       );
     }
     await d.store.fail(lease, message, d.clock.now() + backoffMs(a.attempts, { baseMs: 500, maxMs: 60_000 }));
-    return { kind: "retrying", jobId, attempt: a.attempts, message };
+    return { kind: "retrying", jobId, attempt: a.attempts, message, provider: job.provider };
   }
 }

@@ -8,8 +8,9 @@ import type { JobWorkDeps } from "./job-deps.ts";
 
 export type PollJobResult =
   | { kind: "skipped" }
-  | { kind: "refused"; jobId: string; message: string }
-  | { kind: "retrying"; jobId: string; message: string }
+  | { kind: "refused"; jobId: string; message: string; provider: string }
+  /** `dead`: that was the item's last attempt; it is dead-lettered. */
+  | { kind: "retrying"; jobId: string; message: string; provider: string; dead: boolean }
   | { kind: "polled"; jobId: string; state: string; moved: boolean };
 
 /**
@@ -40,10 +41,10 @@ export async function pollJob(
     const message = err instanceof Error ? err.message : String(err);
     if (err instanceof ProviderError && !err.retriable) {
       await d.store.complete(lease);
-      return { kind: "refused", jobId, message };
+      return { kind: "refused", jobId, message, provider: job.provider };
     }
-    await d.store.fail(lease, message, d.clock.now() + backoffMs(a.attempts, { baseMs: 2000 }));
-    return { kind: "retrying", jobId, message };
+    const after = await d.store.fail(lease, message, d.clock.now() + backoffMs(a.attempts, { baseMs: 2000 }));
+    return { kind: "retrying", jobId, message, provider: job.provider, dead: after === "dead" };
   }
   const ev = briefEventFromSnapshot({ ...snapshot, jobId: job.externalId });
   const moved = ev !== null && nextJobStatus(job.status, ev.type as never) !== null;

@@ -1,6 +1,14 @@
 import type { Clock } from "../core/clock.ts";
+import { REFUSAL_RETENTION_MS } from "../core/webhook-refusal.ts";
 import { maintenanceItem } from "../core/work-item.ts";
-import type { InboxStore, Lease, OutboundStore, QueueStore, WaitStore } from "../store/store.ts";
+import type {
+  InboxStore,
+  Lease,
+  OutboundStore,
+  QueueStore,
+  WaitStore,
+  WebhookRefusalStore,
+} from "../store/store.ts";
 
 /** How often the maintenance pass runs. */
 export const MAINTENANCE_EVERY_MS = 60 * 60_000;
@@ -9,12 +17,13 @@ export const DELIVERY_RETENTION_MS = 30 * 86_400_000;
 
 /**
  * The one recurring item: prunes inbox rows past the dedupe horizon, delivered webhook
- * deliveries and signals past their retention, then schedules itself again. Returns how many
+ * deliveries, signals and refused-webhook counts past their retention, then schedules itself
+ * again. Returns how many
  * rows of each it pruned.
  */
 export async function runMaintenance(
   d: {
-    store: InboxStore & OutboundStore & WaitStore & QueueStore;
+    store: InboxStore & OutboundStore & WaitStore & QueueStore & WebhookRefusalStore;
     clock: Clock;
     /** Inbox rows older than this are pruned; it must cover every provider's retry horizon. */
     dedupeHorizonMs: number;
@@ -22,12 +31,13 @@ export async function runMaintenance(
     signalRetentionMs: number;
   },
   a: { lease: Lease },
-): Promise<{ inbox: number; deliveries: number; signals: number }> {
+): Promise<{ inbox: number; deliveries: number; signals: number; refusals: number }> {
   const now = d.clock.now();
   const pruned = {
     inbox: await d.store.pruneInbox(now - d.dedupeHorizonMs),
     deliveries: await d.store.pruneDeliveries(now - DELIVERY_RETENTION_MS),
     signals: await d.store.pruneSignals(now - d.signalRetentionMs),
+    refusals: await d.store.pruneWebhookRefusals(now - REFUSAL_RETENTION_MS),
   };
   await d.store.enqueue([maintenanceItem(d.clock.now() + MAINTENANCE_EVERY_MS)]);
   await d.store.complete(a.lease);

@@ -1,6 +1,6 @@
 import { LonghaulError } from "../core/errors.ts";
 import { describeThrown, toJsonText } from "../core/json-input.ts";
-import { describeIssues, type StandardSchemaV1 } from "../core/standard-schema.ts";
+import { describeIssues, issuePath, type StandardSchemaV1 } from "../core/standard-schema.ts";
 
 /** How long a task type's schema may take to check an input, unless told (`limits.schema_timeout_s`). */
 export const DEFAULT_SCHEMA_TIMEOUT_MS = 5000;
@@ -61,6 +61,7 @@ export async function schemaInput(
     throw schemaFailed(type, `took longer than ${timeoutMs / 1000} s to check the input and was given up`);
   }
   let issues: string | null = null;
+  let param = "input";
   let output: unknown;
   try {
     if (typeof result !== "object" || result === null) throw new TypeError(`it is ${String(result)}`);
@@ -68,6 +69,7 @@ export async function schemaInput(
     if (r.issues) {
       if (!Array.isArray(r.issues)) throw new TypeError("its issues are not a list");
       issues = describeIssues(r.issues);
+      param = issuePath((r.issues[0] as StandardSchemaV1.Issue | undefined)?.path);
     } else output = r.value;
   } catch (err) {
     throw schemaFailed(
@@ -76,7 +78,7 @@ export async function schemaInput(
     );
   }
   if (issues !== null) {
-    throw new LonghaulError("VALIDATION_FAILED", `Input for ${type} is not valid: ${issues}`);
+    throw new LonghaulError("VALIDATION_FAILED", `Input for ${type} is not valid: ${issues}`, { param });
   }
   const json = toJsonText(output);
   if (!json.ok) throw schemaFailed(type, `answered an output that ${json.problem}`);

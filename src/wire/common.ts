@@ -27,9 +27,24 @@ export const ErrorInfo = Type.Object(
   { additionalProperties: true },
 );
 
-/** The body of every error answer: `{"error": {"code", "message"}}`, the code from the one table. */
+/**
+ * The body of every error answer: `{"error": {"code", "message", "param"?, "request_id"}}`,
+ * the code from the one table.
+ */
 export const ErrorBody = Type.Object({
-  error: Type.Object({ code: Type.String(), message: Type.String() }),
+  error: Type.Object({
+    code: Type.String(),
+    message: Type.String(),
+    param: Type.Optional(
+      Type.String({
+        description:
+          "The request field at fault, as a dotted path inside its part, array indices in brackets (`input.text`, `input.items[2]`, `limit`), or the part itself (`body`, `query`, `path`, `headers`) when the whole of it is wrong.",
+      }),
+    ),
+    request_id: Type.Optional(
+      Type.String({ description: "The request's id, as its X-Request-Id response header answers it." }),
+    ),
+  }),
 });
 
 /** Every route's error answers, for its response schemas. */

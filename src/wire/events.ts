@@ -93,6 +93,31 @@ export const InboxEvent = Type.Object({
 /** A webhook recorded by `POST /hooks/:source`; `duplicate`: the same event had already come. */
 export const HookReceipt = Type.Object({ received: Type.Literal(true), duplicate: Type.Boolean() });
 
+/**
+ * One source's webhooks refused with one reason in one minute (`GET /v1/admin/webhook-refusals`):
+ * who and why, never the body, headers or signature.
+ */
+export const WebhookRefusal = Type.Object({
+  id: Type.String(),
+  source: Type.String(),
+  code: Type.String({ description: "The error code the sender was answered with (SIGNATURE_INVALID, …)" }),
+  minute: Timestamp,
+  count: Type.Integer({ description: "Refusals of this source and code in this minute" }),
+  first_at: Timestamp,
+  last_at: Timestamp,
+  last_request_id: Type.String({
+    description: "The X-Request-Id of the minute's last refusal, for the logs",
+  }),
+  last_remote_address: Nullable(Type.String()),
+});
+
+/** `GET /v1/admin/webhook-refusals`. */
+export const WebhookRefusalQuery = Type.Object({
+  source: Type.Optional(Type.String()),
+  limit: Type.Optional(Limit),
+  cursor: Type.Optional(Type.String()),
+});
+
 /** `GET /v1/admin/events`. */
 export const InboxQuery = Type.Object({
   source: Type.Optional(Type.String()),

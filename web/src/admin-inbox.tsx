@@ -1,12 +1,14 @@
 import { useEffect, useState } from "preact/hooks";
-import type { InboxEvent, Page } from "../../src/client/index.ts";
+import type { InboxEvent, Page, WebhookRefusal } from "../../src/client/index.ts";
 import { ApiError, query, request } from "./api.ts";
 import { go, href, type Route } from "./router.ts";
 import { Badge, Empty, RequestError, When } from "./ui.tsx";
 
 const statuses = ["unmatched", "invalid", "ignored", "received", "applied"];
+/** Not an inbox status: the webhooks refused before anything was recorded. */
+const REFUSED = "refused";
 
-/** The inbox: verified inbound events and what became of them, with replay. */
+/** The inbox: verified inbound events and what became of them, with replay; refused webhooks. */
 export function AdminInbox({
   adminKey,
   onUnauthorized,
@@ -18,13 +20,25 @@ export function AdminInbox({
 }) {
   const status = route.params.get("status") ?? "unmatched";
   const source = route.params.get("source") ?? "";
+  const refused = status === REFUSED;
   const [rows, setRows] = useState<InboxEvent[] | null>(null);
+  const [refusals, setRefusals] = useState<WebhookRefusal[] | null>(null);
   const [cursor, setCursor] = useState<string | null>(null);
   const [error, setError] = useState<ApiError | null>(null);
   const [done, setDone] = useState<Record<string, string>>({});
 
   const load = async (after: string | null) => {
     try {
+      if (refused) {
+        const page = await request<Page<WebhookRefusal>>(
+          `/v1/admin/webhook-refusals${query({ source, limit: 50, cursor: after })}`,
+          { key: adminKey },
+        );
+        setRefusals((r) => (after && r ? [...r, ...page.data] : page.data));
+        setCursor(page.next_cursor);
+        setError(null);
+        return;
+      }
       const page = await request<Page<InboxEvent>>(
         `/v1/admin/events${query({ status: status === "all" ? "" : status, source, limit: 50, cursor: after })}`,
         { key: adminKey },
@@ -39,6 +53,7 @@ export function AdminInbox({
   };
   useEffect(() => {
     setRows(null);
+    setRefusals(null);
     void load(null);
   }, [status, source, adminKey]);
 
@@ -62,7 +77,7 @@ export function AdminInbox({
         <label>
           Status
           <select value={status} onChange={(e) => set("status", (e.target as HTMLSelectElement).value)}>
-            {[...statuses, "all"].map((s) => (
+            {[...statuses, "all", REFUSED].map((s) => (
               <option key={s} value={s}>
                 {s}
               </option>
@@ -83,8 +98,17 @@ export function AdminInbox({
         verified but not parseable. Ignored: recorded but not applied (late, out of order, or a second report
         of a state). Replay applies an event again; its effect stays exactly-once.
       </p>
+      {refused ? (
+        <p class="muted small">
+          Refused: webhooks of a configured source answered with a 4xx before anything was recorded (a bad or
+          missing signature, a stale timestamp, a body too large or not JSON), counted per source, reason and
+          minute. Rate-limited ones are only counted in the metrics. Nothing of their body or headers is kept.
+        </p>
+      ) : null}
       {error ? <RequestError error={error} what="The inbox" /> : null}
-      {rows === null ? null : rows.length === 0 ? (
+      {refused ? (
+        <RefusalsTable rows={refusals} />
+      ) : rows === null ? null : rows.length === 0 ? (
         <Empty>No {status === "all" ? "" : `${status} `}events.</Empty>
       ) : (
         <table class="inbox">
@@ -140,5 +164,39 @@ export function AdminInbox({
         </button>
       ) : null}
     </div>
+  );
+}
+
+/** Refused webhooks, one row per source, reason and minute. */
+function RefusalsTable({ rows }: { rows: WebhookRefusal[] | null }) {
+  if (rows === null) return null;
+  if (rows.length === 0) return <Empty>No refused webhooks.</Empty>;
+  return (
+    <table class="inbox refusals">
+      <thead>
+        <tr>
+          <th>Last</th>
+          <th>Source</th>
+          <th>Reason</th>
+          <th>Count</th>
+          <th>Last request</th>
+          <th>From</th>
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((r) => (
+          <tr key={r.id}>
+            <td>
+              <When at={r.last_at} />
+            </td>
+            <td class="mono">{r.source}</td>
+            <td class="mono">{r.code}</td>
+            <td>{r.count}</td>
+            <td class="mono small">{r.last_request_id}</td>
+            <td class="mono small">{r.last_remote_address ?? "—"}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
   );
 }

@@ -2,7 +2,7 @@ import { LonghaulError } from "../../core/errors.ts";
 import { type AfterFailure, afterFailure, type WorkItemStatus, workItemMove } from "../../core/work-item.ts";
 import { toWorkItem, type WorkRow } from "../rows.ts";
 import type { Tx } from "../sql/tx.ts";
-import type { Lease, WorkItem } from "../store.ts";
+import type { Lease, QueueKindStats, WorkItem } from "../store.ts";
 
 /*
  * The work queue's operations, written once (ARCHITECTURE §3.4). Claiming and inserting stay
@@ -158,6 +158,23 @@ export async function nextRunAt(tx: Tx): Promise<number | null> {
     "SELECT MIN(run_at) AS t FROM work_items WHERE status = 'pending'",
   );
   return r?.t ?? null;
+}
+
+/**
+ * The pending items of each kind and the `run_at` of the oldest one due at `now` (null when
+ * none is due yet), in one statement: what a metrics scrape reads. No locks.
+ */
+export async function queueStats(tx: Tx, now: number): Promise<QueueKindStats[]> {
+  const rows = await tx.all<{ kind: string; depth: number; oldest_due: number | null }>(
+    `SELECT kind, COUNT(*) AS depth, MIN(CASE WHEN run_at <= ? THEN run_at END) AS oldest_due
+     FROM work_items WHERE status = 'pending' GROUP BY kind`,
+    [now],
+  );
+  return rows.map((r) => ({
+    kind: r.kind,
+    depth: Number(r.depth),
+    oldestDueAt: r.oldest_due === null ? null : Number(r.oldest_due),
+  }));
 }
 
 /** The newest dead-lettered items. */

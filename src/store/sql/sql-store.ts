@@ -12,6 +12,7 @@ import * as jobs from "../ops/job-ops.ts";
 import * as meta from "../ops/meta-ops.ts";
 import * as outbound from "../ops/outbound-ops.ts";
 import * as queue from "../ops/queue-ops.ts";
+import * as refusals from "../ops/refusal-ops.ts";
 import * as tasks from "../ops/task-ops.ts";
 import * as tenants from "../ops/tenant-ops.ts";
 import * as waits from "../ops/wait-ops.ts";
@@ -30,6 +31,7 @@ import type {
   NewWorkItem,
   Store,
   TaskQuery,
+  WebhookRefusal,
   WorkItem,
 } from "../store.ts";
 import type { Tx } from "./tx.ts";
@@ -236,6 +238,9 @@ export abstract class SqlStore implements Store {
   deadItems(limit: number) {
     return this.run.read((tx) => queue.deadItems(tx, limit));
   }
+  queueStats(now: number) {
+    return this.run.read((tx) => queue.queueStats(tx, now));
+  }
 
   // ── event log ──
   taskEvents(tenantId: string, afterSeq: number, limit: number, taskId?: string) {
@@ -292,5 +297,16 @@ export abstract class SqlStore implements Store {
   }
   pruneDeliveries(before: number) {
     return this.run.write((tx) => outbound.pruneDeliveries(tx, before));
+  }
+
+  // ── refused webhooks ──
+  recordWebhookRefusal(r: WebhookRefusal) {
+    return this.run.write((tx) => refusals.recordWebhookRefusal(tx, r));
+  }
+  listWebhookRefusals(q: { source?: string | undefined; limit: number; cursor?: string | undefined }) {
+    return this.run.read((tx) => refusals.listWebhookRefusals(tx, q));
+  }
+  pruneWebhookRefusals(before: number) {
+    return this.run.write((tx) => refusals.pruneWebhookRefusals(tx, before));
   }
 }
