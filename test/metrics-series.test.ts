@@ -247,8 +247,9 @@ describe("request ids", () => {
 
   test("the OpenAPI error body documents param and request_id", async () => {
     const doc = (await (await fetch(`${stack.url}/openapi.json`)).json()) as any;
-    const schema = doc.paths["/v1/tasks"].post.responses["4XX"].content["application/json"].schema;
-    const error = schema.properties.error;
+    const body = doc.paths["/v1/tasks"].post.responses["4XX"].content["application/json"].schema;
+    assert.equal(body.$ref, "#/components/schemas/ErrorBody");
+    const error = doc.components.schemas.ErrorBody.properties.error;
     assert.deepEqual(Object.keys(error.properties), ["code", "message", "param", "request_id"]);
     assert.deepEqual(error.required, ["code", "message"]);
   });

@@ -17,6 +17,7 @@ export const operations: Readonly<Record<string, { id: string; tag: string }>> =
   "POST /v1/approvals/{token}": { id: "decideApproval", tag: "Approvals" },
   "GET /v1/admin/events": { id: "adminListInboxEvents", tag: "Admin" },
   "POST /v1/admin/events/{id}/replay": { id: "adminReplayInboxEvent", tag: "Admin" },
+  "GET /v1/admin/webhook-refusals": { id: "adminListWebhookRefusals", tag: "Admin" },
   "POST /v1/admin/tenants": { id: "adminCreateTenant", tag: "Admin" },
   "GET /v1/admin/tenants": { id: "adminListTenants", tag: "Admin" },
   "GET /v1/admin/tenants/{id}": { id: "adminGetTenant", tag: "Admin" },
