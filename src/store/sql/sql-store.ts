@@ -12,6 +12,7 @@ import * as meta from "../ops/meta-ops.ts";
 import * as outbound from "../ops/outbound-ops.ts";
 import * as queue from "../ops/queue-ops.ts";
 import * as tasks from "../ops/task-ops.ts";
+import * as taskStats from "../ops/task-stats-ops.ts";
 import * as tenants from "../ops/tenant-ops.ts";
 import * as waits from "../ops/wait-ops.ts";
 import type {
@@ -108,6 +109,9 @@ export abstract class SqlStore implements Store {
   }
   cancelTask(tenantId: string, taskId: string) {
     return this.run.write((tx) => tasks.cancelTask(tx, tenantId, taskId));
+  }
+  taskStatsRows(tenantId: string, from: number, to: number, maxRows: number) {
+    return this.run.snapshot((tx) => taskStats.taskStatsRows(tx, tenantId, from, to, maxRows));
   }
 
   // ── advances ──
