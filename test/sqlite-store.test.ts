@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 import Database from "better-sqlite3";
 import { LonghaulError } from "../src/core/errors.ts";
-import { statsSql } from "../src/store/ops/task-stats-ops.ts";
+import { statsSql } from "../src/store/ops/stats-ops.ts";
 import { GroupCommit } from "../src/store/sqlite/group-commit.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
 import { loopFreeDuringSync, tempDir } from "./helpers.ts";

@@ -1,6 +1,6 @@
 import type { Clock } from "../core/clock.ts";
 import type { TaskStats as Stats } from "../core/task-stats.ts";
-import type { TaskStatsStore } from "../store/store.ts";
+import type { StatsStore } from "../store/store.ts";
 import { getTaskStats } from "../usecases/get-task-stats.ts";
 import { StatsQuery, TaskStats } from "../wire/stats.ts";
 import type { Api } from "./api.ts";
@@ -9,7 +9,7 @@ import { operation } from "./openapi.ts";
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /** `GET /v1/stats/tasks?window=1h|24h`: the calling tenant's throughput and latency, bucket by bucket. */
-export function statsRoutes(app: Api, d: { store: TaskStatsStore; clock: Clock }): void {
+export function statsRoutes(app: Api, d: { store: StatsStore; clock: Clock }): void {
   const schema = operation("Tasks submitted and ended per bucket, with p50/p95 durations", {
     querystring: StatsQuery,
     response: { 200: TaskStats },

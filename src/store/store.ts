@@ -341,10 +341,10 @@ export interface Store
     EventLogStore,
     OutboundStore,
     MetaStore,
-    TaskStatsStore {}
+    StatsStore {}
 
 /** Reads for a tenant's task throughput and latency (`core/task-stats.ts`). */
-export interface TaskStatsStore {
+export interface StatsStore {
   /**
    * The tasks submitted in `[from, to)` (their `created_at`) and those that ended in it, each
    * newest first and at most `maxRows`. Index range scans only: `tasks_by_tenant_created` and

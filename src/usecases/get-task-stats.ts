@@ -1,6 +1,6 @@
 import type { Clock } from "../core/clock.ts";
 import { STATS_MAX_ROWS, statsRange, type TaskStats, taskStats } from "../core/task-stats.ts";
-import type { TaskStatsStore } from "../store/store.ts";
+import type { StatsStore } from "../store/store.ts";
 
 /**
  * A tenant's task throughput and latency over the last hour (`1h`, 1-minute buckets) or day
@@ -8,7 +8,7 @@ import type { TaskStatsStore } from "../store/store.ts";
  * VALIDATION_FAILED. Reads at most `STATS_MAX_ROWS` tasks per kind (see `completeFrom`).
  */
 export async function getTaskStats(
-  d: { stats: TaskStatsStore; clock: Clock },
+  d: { stats: StatsStore; clock: Clock },
   q: { tenantId: string; window: string },
 ): Promise<TaskStats> {
   const range = statsRange(q.window, d.clock.now());

@@ -11,8 +11,8 @@ import * as jobs from "../ops/job-ops.ts";
 import * as meta from "../ops/meta-ops.ts";
 import * as outbound from "../ops/outbound-ops.ts";
 import * as queue from "../ops/queue-ops.ts";
+import * as taskStats from "../ops/stats-ops.ts";
 import * as tasks from "../ops/task-ops.ts";
-import * as taskStats from "../ops/task-stats-ops.ts";
 import * as tenants from "../ops/tenant-ops.ts";
 import * as waits from "../ops/wait-ops.ts";
 import type {
