@@ -22,6 +22,13 @@ export function shortTime(iso: string | null | undefined, now = new Date()): str
   return (d.getFullYear() === now.getFullYear() ? dayFmt : yearFmt).format(d);
 }
 
+const clockFmt = fmt({ hour: "2-digit", minute: "2-digit" });
+
+/** `14:05` in the viewer's zone: a chart's axis, where the day is plain from the window. */
+export function clockTime(iso: string): string {
+  return clockFmt.format(new Date(iso));
+}
+
 /** Time of day with milliseconds, for a timeline where events land within the same second. */
 export function preciseTime(iso: string): string {
   return preciseFmt.format(new Date(iso));

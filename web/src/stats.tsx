@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import type { StatsBucket, TaskStats } from "../../src/client/index.ts";
 import { type ApiError, request } from "./api.ts";
-import { shortTime, utcTitle, viewerZone } from "./format.ts";
+import { clockTime, shortTime, utcTitle, viewerZone } from "./format.ts";
 import { useLive } from "./live.ts";
 import type { TenantSession } from "./session.ts";
 import { Empty, LiveDot, RequestError } from "./ui.tsx";
@@ -66,7 +66,7 @@ function Chart({
         {stats.buckets.map((b, i) =>
           i % every === 0 ? (
             <text key={b.start} class="axis" x={x(i)} y={H - 6} text-anchor="middle">
-              {shortTime(b.start).slice(0, 5)}
+              {clockTime(b.start)}
             </text>
           ) : null,
         )}
@@ -82,7 +82,18 @@ function Chart({
             d += `${pen ? "L" : "M"}${x(i).toFixed(1)},${y(v).toFixed(1)}`;
             pen = true;
           });
-          return <path key={s.name} class={`line ${s.cls}`} d={d} data-series={s.name} />;
+          // A dot on each value, so a bucket alone between gaps still shows.
+          return (
+            <g key={s.name}>
+              <path class={`line ${s.cls}`} d={d} data-series={s.name} />
+              {stats.buckets.map((b, i) => {
+                const v = s.value(b);
+                return v === null || (v === 0 && n > 1) ? null : (
+                  <circle key={b.start} class={`dot ${s.cls}`} cx={x(i)} cy={y(v)} r={2.5} />
+                );
+              })}
+            </g>
+          );
         })}
         {stats.buckets.map((b, i) => (
           <rect
