@@ -3,6 +3,7 @@ import { test } from "node:test";
 import { SseParser } from "../src/client/sse-parser.ts";
 import { CLAIM_LABEL, decidedBy } from "../web/src/decided-by.ts";
 import { graphNodes, layoutGraph, NODE_H, NODE_W } from "../web/src/graph-layout.ts";
+import { exampleFrom } from "../web/src/schema-example.ts";
 
 test("the SSE parser joins chunks split anywhere, keeps the last id, and dispatches on a blank line", () => {
   const stream =
@@ -84,4 +85,27 @@ test("a name typed on an anonymous approval link is shown as claimed, an approve
   assert.deepEqual(decidedBy({ approver: "anonymous" }), { name: "anonymous", claimed: false });
   assert.deepEqual(decidedBy({}), { name: "someone", claimed: false });
   assert.equal(CLAIM_LABEL, "claimed");
+});
+
+test("the new-task form starts from a schema's example, else its defaults, with blanks for required fields", () => {
+  assert.deepEqual(exampleFrom({ type: "object", examples: [{ a: 1 }], properties: { a: { default: 2 } } }), {
+    a: 1,
+  });
+  assert.deepEqual(
+    exampleFrom({
+      type: "object",
+      required: ["text", "n", "tags"],
+      properties: {
+        text: { type: "string" },
+        n: { type: "integer", minimum: 1 },
+        tags: { type: "array" },
+        mode: { enum: ["fast", "slow"] },
+        nested: { type: "object", properties: { on: { type: "boolean", default: true } } },
+        skipped: { type: "string" },
+      },
+    }),
+    { text: "", n: 1, tags: [], mode: "fast", nested: { on: true } },
+  );
+  assert.equal(exampleFrom(undefined), undefined);
+  assert.equal(exampleFrom({ type: "string" }), undefined);
 });

@@ -5,6 +5,7 @@ import { Client } from "pg";
 import { ManualClock } from "../src/core/clock.ts";
 import { LonghaulError } from "../src/core/errors.ts";
 import { httpStatusOf } from "../src/http/error-status.ts";
+import { statsSql } from "../src/store/ops/stats-ops.ts";
 import { knownMigrations } from "../src/store/postgres/migrate.ts";
 import { PostgresStore } from "../src/store/postgres/postgres-store.ts";
 import type { Lease, Store, WorkItem } from "../src/store/store.ts";
@@ -47,6 +48,36 @@ if (pgAvailableOrReport(unreachable, "PostgreSQL store tests")) {
         traceId: null,
       });
     const leaseOf = (item: WorkItem, owner: string): Lease => ({ itemId: item.id, owner });
+
+    test("the task stats and the created-at range read their indexes", async () => {
+      const { schema, close } = await twoStores();
+      const admin = new Client({ connectionString: baseUrl });
+      await admin.connect();
+      try {
+        await admin.query(`SET search_path TO "${schema}"`);
+        // The tables are empty: without this the planner rightly prefers reading them whole.
+        await admin.query("SET enable_seqscan = off");
+        const plan = async (sql: string, params: unknown[]) => {
+          let i = 0;
+          const text = sql.replace(/\?/g, () => `$${++i}`);
+          const r = await admin.query(`EXPLAIN ${text}`, params);
+          return r.rows.map((x) => x["QUERY PLAN"]).join("\n");
+        };
+        assert.match(await plan(statsSql.submitted, ["tn", 0, 1, 10]), /tasks_by_tenant_created/);
+        assert.match(await plan(statsSql.ended, ["tn", 0, 1, 10]), /tasks_by_tenant_ended/);
+        assert.match(
+          await plan("SELECT * FROM tasks WHERE tenant_id = ? AND created_at >= ? AND created_at < ?", [
+            "tn",
+            0,
+            1,
+          ]),
+          /tasks_by_tenant_created/,
+        );
+      } finally {
+        await admin.end();
+        await close();
+      }
+    });
 
     test("two processes migrating at once apply each migration once", async () => {
       const { schema, close } = await twoStores();

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 import Database from "better-sqlite3";
 import { LonghaulError } from "../src/core/errors.ts";
+import { statsSql } from "../src/store/ops/stats-ops.ts";
 import { GroupCommit } from "../src/store/sqlite/group-commit.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
 import { loopFreeDuringSync, tempDir } from "./helpers.ts";
@@ -730,5 +731,18 @@ test("the queue's indexes hold only the items their queries look for, and every 
     const steps = plan(sql, ...params);
     assert.ok(!steps.includes("SCAN work_items"), `${sql}: ${steps.join("; ")}`);
   }
+  await store.close();
+});
+
+test("the task stats read one index each, covering, and never scan the tasks table", async () => {
+  const store = new SqliteStore({ path: join(tmp.dir, "stats-plan.db") });
+  await store.migrate();
+  const plan = (sql: string) =>
+    (store.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all("tn", 0, 1, 10) as { detail: string }[])
+      .map((r) => r.detail)
+      .join("; ");
+  assert.match(plan(statsSql.submitted), /SEARCH tasks USING COVERING INDEX tasks_by_tenant_created/);
+  assert.match(plan(statsSql.ended), /SEARCH tasks USING COVERING INDEX tasks_by_tenant_ended/);
+  for (const sql of Object.values(statsSql)) assert.doesNotMatch(plan(sql), /TEMP B-TREE|SCAN tasks/);
   await store.close();
 });

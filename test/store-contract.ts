@@ -117,6 +117,74 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
       await store.close();
     });
 
+    test("listing by a created-at range keeps the tasks created in [from, before), with the other filters and the cursor", async () => {
+      const { store, tenant, other, clock } = await setup();
+      const t0 = clock.now();
+      const ids: string[] = [];
+      for (let i = 0; i < 6; i++) {
+        ids.push((await submit(store, tenant.id)).task.id);
+        clock.advance(60_000);
+      }
+      await submit(store, other.id);
+      // ids[i] was created at t0 + i minutes.
+      const range = { createdFrom: t0 + 60_000, createdBefore: t0 + 4 * 60_000 };
+      const all = await store.listTasks(tenant.id, { limit: 10, ...range });
+      assert.deepEqual(
+        all.tasks.map((t) => t.id),
+        [ids[3], ids[2], ids[1]],
+      );
+      const p1 = await store.listTasks(tenant.id, { limit: 2, ...range });
+      const p2 = await store.listTasks(tenant.id, { limit: 2, ...range, cursor: p1.nextCursor! });
+      assert.deepEqual(
+        [...p1.tasks, ...p2.tasks].map((t) => t.id),
+        [ids[3], ids[2], ids[1]],
+      );
+      assert.equal(p2.nextCursor, null);
+      const from = await store.listTasks(tenant.id, { limit: 10, createdFrom: t0 + 5 * 60_000 });
+      assert.deepEqual(
+        from.tasks.map((t) => t.id),
+        [ids[5]],
+      );
+      const before = await store.listTasks(tenant.id, { limit: 10, createdBefore: t0 + 1 });
+      assert.deepEqual(
+        before.tasks.map((t) => t.id),
+        [ids[0]],
+      );
+      assert.equal(
+        (await store.listTasks(tenant.id, { limit: 10, ...range, status: "succeeded" })).tasks.length,
+        0,
+      );
+      assert.equal(
+        (await store.listTasks(tenant.id, { limit: 10, ...range, type: "demo.echo" })).tasks.length,
+        3,
+      );
+      await store.close();
+    });
+
+    test("stats rows: tasks submitted in the window and those that ended in it, per tenant, newest first and capped", async () => {
+      const { store, tenant, other, clock } = await setup();
+      const t0 = clock.now();
+      const { task: early } = await submit(store, tenant.id);
+      const { item, lease } = await claimOne(store);
+      assert.equal(item.payload.taskId, early.id);
+      clock.advance(10_000);
+      const { task: late } = await submit(store, tenant.id);
+      await submit(store, other.id);
+      // The first task ends 30 s after it was submitted; the second has not started.
+      clock.advance(20_000);
+      assert.equal(await store.beginAdvance(lease, early.id), "started");
+      await store.finishAdvance(lease, early.id, { kind: "succeeded", output: "done" });
+      const rows = await store.taskStatsRows(tenant.id, t0, t0 + 60_000, 100);
+      assert.deepEqual(rows.submitted, [t0 + 10_000, t0]);
+      assert.deepEqual(rows.ended, [{ status: "succeeded", createdAt: t0, updatedAt: t0 + 30_000 }]);
+      const capped = await store.taskStatsRows(tenant.id, t0, t0 + 60_000, 1);
+      assert.deepEqual(capped.submitted, [t0 + 10_000]);
+      const outside = await store.taskStatsRows(tenant.id, t0 + 31_000, t0 + 60_000, 100);
+      assert.deepEqual(outside, { submitted: [], ended: [] });
+      assert.equal(late.status, "pending");
+      await store.close();
+    });
+
     test("a leased item is not claimed again until its lease expires and is recovered", async () => {
       const { store, tenant, clock } = await setup();
       await submit(store, tenant.id);

@@ -101,6 +101,8 @@ export async function listTasksAction(
       type: q.type,
       userId: q.user_id,
       traceId: q.trace_id,
+      createdAfter: q.created_after,
+      createdBefore: q.created_before,
       limit: q.limit ?? 50,
       cursor: q.cursor,
     },

@@ -67,3 +67,10 @@ export type Tenant = Static<typeof wire.Tenant>;
 export type TenantWithKey = Static<typeof wire.TenantWithKey>;
 export type TenantWithKeys = Static<typeof wire.TenantWithKeys>;
 export type Usage = Static<typeof wire.Usage>;
+
+/** `GET /v1/task-types`. */
+export type TaskTypeInfo = Static<typeof wire.TaskTypeInfo>;
+export type TaskTypeList = Static<typeof wire.TaskTypeList>;
+/** `GET /v1/stats/tasks`. */
+export type TaskStats = Static<typeof wire.TaskStats>;
+export type StatsBucket = Static<typeof wire.StatsBucket>;

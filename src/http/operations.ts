@@ -30,6 +30,8 @@ export const operations: Readonly<Record<string, { id: string; tag: string }>> =
   "GET /v1/tasks/{id}": { id: "getTask", tag: "Tasks" },
   "POST /v1/tasks/{id}/cancel": { id: "cancelTask", tag: "Tasks" },
   "GET /v1/tasks/{id}/timeline": { id: "getTaskTimeline", tag: "Tasks" },
+  "GET /v1/task-types": { id: "listTaskTypes", tag: "Tasks" },
+  "GET /v1/stats/tasks": { id: "getTaskStats", tag: "Usage" },
   "POST /v1/signals": { id: "sendSignal", tag: "Signals" },
   "GET /v1/usage": { id: "getUsage", tag: "Usage" },
   "GET /v1/events": { id: "streamEvents", tag: "Events" },

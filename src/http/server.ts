@@ -36,6 +36,8 @@ import { referencePageHeaders, renderReferencePage } from "./reference-page.ts";
 import { REQUEST_ID_HEADER, requestIdFor } from "./request-id.ts";
 import { lazySerializers } from "./serializers.ts";
 import { signalsRoutes } from "./signals-routes.ts";
+import { statsRoutes } from "./stats-routes.ts";
+import { taskTypesRoutes } from "./task-types-routes.ts";
 import { tasksRoutes } from "./tasks-routes.ts";
 import { timelineRoutes } from "./timeline-routes.ts";
 import { usageRoutes } from "./usage-routes.ts";
@@ -292,6 +294,8 @@ export function buildServer(d: ServerDeps): FastifyInstance {
       schemaTimeoutMs: limits.schema_timeout_s * 1000,
     });
     timelineRoutes(api, d.store);
+    taskTypesRoutes(api, d.taskTypes);
+    statsRoutes(api, d);
     signalsRoutes(api, d.store);
     usageRoutes(api, d.store);
     eventsRoutes(api, d.store, streams);

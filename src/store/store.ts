@@ -6,6 +6,7 @@ import type { Quotas, TenantRow } from "../core/quota.ts";
 import type { AdvanceResult, RunOutcome } from "../core/replay.ts";
 import type { StepRow, StoredStep } from "../core/step.ts";
 import type { TaskRow, TaskStatus } from "../core/task.ts";
+import type { StatsRows } from "../core/task-stats.ts";
 import type {
   ApprovalDecisionRow,
   CallbackAnswer,
@@ -375,7 +376,18 @@ export interface Store
     EventLogStore,
     OutboundStore,
     WebhookRefusalStore,
-    MetaStore {}
+    MetaStore,
+    StatsStore {}
+
+/** Reads for a tenant's task throughput and latency (`core/task-stats.ts`). */
+export interface StatsStore {
+  /**
+   * The tasks submitted in `[from, to)` (their `created_at`) and those that ended in it, each
+   * newest first and at most `maxRows`. Index range scans only: `tasks_by_tenant_created` and
+   * `tasks_by_tenant_ended` (migration 016). No locks.
+   */
+  taskStatsRows(tenantId: string, from: number, to: number, maxRows: number): Promise<StatsRows>;
+}
 
 export interface Lease {
   itemId: string;
@@ -432,6 +444,10 @@ export interface TaskQuery {
   type?: string | undefined;
   userId?: string | undefined;
   traceId?: string | undefined;
+  /** Created at or after this time (ms since the epoch). */
+  createdFrom?: number | undefined;
+  /** Created before this time (ms since the epoch). */
+  createdBefore?: number | undefined;
   limit: number;
   cursor?: string | undefined;
 }

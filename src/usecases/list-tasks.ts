@@ -1,4 +1,5 @@
 import { LonghaulError } from "../core/errors.ts";
+import { parseInstant } from "../core/instant.ts";
 import { isTaskStatus } from "../core/task.ts";
 import type { TaskRow, TaskStore } from "../store/store.ts";
 
@@ -8,6 +9,10 @@ export interface ListTasksInput {
   type?: string | undefined;
   userId?: string | undefined;
   traceId?: string | undefined;
+  /** ISO 8601: created at or after it. */
+  createdAfter?: string | undefined;
+  /** ISO 8601: created before it. */
+  createdBefore?: string | undefined;
   limit?: number | undefined;
   cursor?: string | undefined;
 }
@@ -15,7 +20,11 @@ export interface ListTasksInput {
 const DEFAULT_LIMIT = 50;
 const MAX_LIMIT = 200;
 
-/** A page of a tenant's tasks, newest first. An unknown status is VALIDATION_FAILED; the limit is kept within 1..200. */
+/**
+ * A page of a tenant's tasks, newest first. An unknown status, a time that is not ISO 8601 with
+ * its offset, or `createdAfter` later than `createdBefore` is VALIDATION_FAILED; the limit is
+ * kept within 1..200.
+ */
 export async function listTasks(
   d: { tasks: TaskStore },
   q: ListTasksInput,
@@ -23,12 +32,22 @@ export async function listTasks(
   if (q.status !== undefined && !isTaskStatus(q.status)) {
     throw new LonghaulError("VALIDATION_FAILED", `Unknown status "${q.status}".`);
   }
+  const from = q.createdAfter ? parseInstant("created_after", q.createdAfter) : undefined;
+  const before = q.createdBefore ? parseInstant("created_before", q.createdBefore) : undefined;
+  if (from !== undefined && before !== undefined && from > before) {
+    throw new LonghaulError(
+      "VALIDATION_FAILED",
+      `"created_after" (${q.createdAfter}) is later than "created_before" (${q.createdBefore}); swap them.`,
+    );
+  }
   const limit = Math.min(MAX_LIMIT, Math.max(1, Math.trunc(q.limit ?? DEFAULT_LIMIT) || DEFAULT_LIMIT));
   return d.tasks.listTasks(q.tenantId, {
     status: q.status,
     type: q.type,
     userId: q.userId,
     traceId: q.traceId,
+    createdFrom: from,
+    createdBefore: before,
     limit,
     cursor: q.cursor,
   });

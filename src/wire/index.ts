@@ -5,5 +5,7 @@ export * from "./approvals.ts";
 export * from "./common.ts";
 export * from "./events.ts";
 export * from "./outbound.ts";
+export * from "./stats.ts";
+export * from "./task-types.ts";
 export * from "./tasks.ts";
 export * from "./tenants.ts";

@@ -31,6 +31,16 @@ export const TaskListQuery = Type.Object({
   type: Type.Optional(Type.String()),
   user_id: Type.Optional(Type.String()),
   trace_id: Type.Optional(Type.String()),
+  created_after: Type.Optional(
+    Type.String({
+      maxLength: 64,
+      description:
+        "Created at or after this ISO 8601 time: a date (midnight UTC) or a date-time with its offset",
+    }),
+  ),
+  created_before: Type.Optional(
+    Type.String({ maxLength: 64, description: "Created before this ISO 8601 time (same forms)" }),
+  ),
   limit: Type.Optional(Limit),
   cursor: Type.Optional(Type.String()),
 });

@@ -1,9 +1,11 @@
 import { useState } from "preact/hooks";
 import { Admin } from "./admin.tsx";
 import { Approvals } from "./approvals.tsx";
+import { NewTask } from "./new-task.tsx";
 import { href, useRoute } from "./router.ts";
 import { setTenantKey, tenantSession } from "./session.ts";
 import { SignIn } from "./sign-in.tsx";
+import { Stats } from "./stats.tsx";
 import { TaskDetailView } from "./task-detail.tsx";
 import { TaskList } from "./task-list.tsx";
 
@@ -30,6 +32,10 @@ export function App() {
   const view =
     section === "tasks" && id ? (
       <TaskDetailView session={session} id={id} />
+    ) : section === "new" ? (
+      <NewTask session={session} route={route} />
+    ) : section === "stats" ? (
+      <Stats session={session} />
     ) : section === "approvals" ? (
       <Approvals session={session} />
     ) : section === "admin" ? (
@@ -48,6 +54,12 @@ export function App() {
         <nav>
           <a href={href("tasks")} class={section === "tasks" ? "active" : ""}>
             Tasks
+          </a>
+          <a href={href("new")} class={section === "new" ? "active" : ""}>
+            New task
+          </a>
+          <a href={href("stats")} class={section === "stats" ? "active" : ""}>
+            Stats
           </a>
           <a href={href("approvals")} class={section === "approvals" ? "active" : ""}>
             Approvals

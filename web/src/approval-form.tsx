@@ -44,9 +44,11 @@ export function ApprovalForm({ step, onDecided }: { step: Step; onDecided: () =>
       }
     }
     try {
-      await request(pathOf(decision === "approve" ? link.approve_url : link.reject_url), {
-        body: { comment: comment.trim() || null, approver },
-      });
+      // An empty field is left out: the body says only what was typed.
+      const body: { comment?: string; approver?: string } = {};
+      if (comment.trim()) body.comment = comment.trim();
+      if (link.approver === null && approver) body.approver = approver;
+      await request(pathOf(decision === "approve" ? link.approve_url : link.reject_url), { body });
       setResult({
         ok: true,
         text: decision === "approve" ? "Approved. The task resumes." : "Rejected. The task resumes.",
@@ -145,7 +147,9 @@ export function Decisions({ step }: { step: Step }) {
         <li key={`${d.approver}:${d.claimed_by ?? ""}`}>
           <DecidedBy d={d} /> {d.decision === "approve" ? "approved" : "rejected"}
           {d.comment ? <> — “{d.comment}”</> : null}{" "}
-          <span class="muted">· {new Date(d.decided_at).toLocaleString()}</span>
+          <span class="muted">
+            · <When at={d.decided_at} relative={false} />
+          </span>
         </li>
       ))}
     </ul>

@@ -1,23 +1,58 @@
-/** `12:04:05` today, `Mar 3 12:04` on another day; the full time goes in a title. */
-export function shortTime(iso: string | null | undefined): string {
+/** The viewer's time zone, as the browser names it (`Europe/Berlin`); every time shown is in it. */
+export const viewerZone = (): string => Intl.DateTimeFormat().resolvedOptions().timeZone || "local time";
+
+const fmt = (o: Intl.DateTimeFormatOptions) => new Intl.DateTimeFormat(undefined, { hourCycle: "h23", ...o });
+const timeFmt = fmt({ hour: "2-digit", minute: "2-digit", second: "2-digit" });
+const dayFmt = fmt({ month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
+const yearFmt = fmt({ year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
+const preciseFmt = fmt({ hour: "2-digit", minute: "2-digit", second: "2-digit", fractionalSecondDigits: 3 });
+const zoneFmt = fmt({ timeZoneName: "short" });
+
+/** The short name of the viewer's zone at `d` (`CET`, `GMT+2`): it changes with daylight saving time. */
+export function zoneName(d: Date = new Date()): string {
+  return zoneFmt.formatToParts(d).find((p) => p.type === "timeZoneName")?.value ?? "";
+}
+
+/** `12:04:05` today, `Mar 3, 12:04` on another day of this year, with the year before that; in the viewer's zone. */
+export function shortTime(iso: string | null | undefined, now = new Date()): string {
   if (!iso) return "—";
   const d = new Date(iso);
-  const now = new Date();
-  const time = d.toLocaleTimeString(undefined, {
-    hour: "2-digit",
-    minute: "2-digit",
-    second: "2-digit",
-    hour12: false,
-  });
-  if (d.toDateString() === now.toDateString()) return time;
-  return `${d.toLocaleDateString(undefined, { month: "short", day: "numeric" })} ${time.slice(0, 5)}`;
+  if (Number.isNaN(d.getTime())) return iso;
+  if (d.toDateString() === now.toDateString()) return timeFmt.format(d);
+  return (d.getFullYear() === now.getFullYear() ? dayFmt : yearFmt).format(d);
+}
+
+const clockFmt = fmt({ hour: "2-digit", minute: "2-digit" });
+
+/** `14:05` in the viewer's zone: a chart's axis, where the day is plain from the window. */
+export function clockTime(iso: string): string {
+  return clockFmt.format(new Date(iso));
 }
 
 /** Time of day with milliseconds, for a timeline where events land within the same second. */
 export function preciseTime(iso: string): string {
+  return preciseFmt.format(new Date(iso));
+}
+
+/** The exact instant in UTC, for a tooltip: `2026-03-03T11:04:05.120Z (UTC)`. */
+export function utcTitle(iso: string): string {
   const d = new Date(iso);
-  const pad = (n: number, w = 2) => String(n).padStart(w, "0");
-  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`;
+  return Number.isNaN(d.getTime()) ? iso : `${d.toISOString()} (UTC)`;
+}
+
+/** A `datetime-local` input's value (`2026-03-03T12:04`, the viewer's zone) as ISO UTC; "" stays "". */
+export function localInputToIso(value: string): string {
+  if (!value) return "";
+  const d = new Date(value);
+  return Number.isNaN(d.getTime()) ? "" : d.toISOString();
+}
+
+/** ISO UTC as a `datetime-local` input's value in the viewer's zone. */
+export function isoToLocalInput(iso: string): string {
+  const d = new Date(iso);
+  if (!iso || Number.isNaN(d.getTime())) return "";
+  const pad = (n: number) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
 }
 
 export function ago(iso: string | null | undefined, now = Date.now()): string {

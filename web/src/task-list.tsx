@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import type { Page, TaskStatus, TaskSummary } from "../../src/client/index.ts";
 import { ApiError, query, request } from "./api.ts";
 import type { TaskEvent } from "./event-stream.ts";
-import { label } from "./format.ts";
+import { isoToLocalInput, label, localInputToIso, viewerZone } from "./format.ts";
 import { useLive } from "./live.ts";
 import { go, href, type Route } from "./router.ts";
 import type { TenantSession } from "./session.ts";
@@ -11,7 +11,7 @@ import { Badge, Empty, LiveDot, RequestError, When } from "./ui.tsx";
 
 /** Rows per page: the list never renders more, however many tasks the tenant has. */
 const PAGE_SIZE = 50;
-const filterNames = ["status", "type", "user_id", "trace_id"] as const;
+const filterNames = ["status", "type", "user_id", "trace_id", "created_after", "created_before"] as const;
 type Filters = Record<(typeof filterNames)[number], string>;
 
 function filtersOf(params: URLSearchParams): Filters {
@@ -19,9 +19,9 @@ function filtersOf(params: URLSearchParams): Filters {
 }
 
 /**
- * Loads one page. Filtering by user or trace id needs a server that knows those filters; an
- * older one refuses them (400) or ignores them, and then this page is filtered here instead,
- * which the view says.
+ * Loads one page. Filtering by user or trace id or by when a task was created needs a server
+ * that knows those filters; an older one refuses them (400) or ignores them, and then this page
+ * is filtered here instead, which the view says.
  */
 async function loadPage(
   key: string,
@@ -29,14 +29,29 @@ async function loadPage(
   cursor: string | undefined,
 ): Promise<{ page: Page<TaskSummary>; localFilter: boolean }> {
   const base = { status: f.status, type: f.type, limit: PAGE_SIZE, cursor };
-  const extra = { user_id: f.user_id, trace_id: f.trace_id };
+  const extra = {
+    user_id: f.user_id,
+    trace_id: f.trace_id,
+    created_after: f.created_after,
+    created_before: f.created_before,
+  };
+  const at = (iso: string) => Date.parse(iso);
   const wanted = (t: TaskSummary) =>
-    (!f.user_id || t.user_id === f.user_id) && (!f.trace_id || t.trace_id === f.trace_id);
+    (!f.user_id || t.user_id === f.user_id) &&
+    (!f.trace_id || t.trace_id === f.trace_id) &&
+    (!f.created_after || at(t.created_at) >= at(f.created_after)) &&
+    (!f.created_before || at(t.created_at) < at(f.created_before));
+  const narrowed = Boolean(f.user_id || f.trace_id || f.created_after || f.created_before);
   let page: Page<TaskSummary>;
   try {
     page = await request<Page<TaskSummary>>(`/v1/tasks${query({ ...base, ...extra })}`, { key });
   } catch (err) {
-    if (!(err instanceof ApiError && err.status === 400 && (f.user_id || f.trace_id))) throw err;
+    // A 400 naming one of our own fields is an answer to show, not an older server.
+    if (
+      !(err instanceof ApiError && err.status === 400 && narrowed) ||
+      /created_(after|before)/.test(err.message)
+    )
+      throw err;
     page = await request<Page<TaskSummary>>(`/v1/tasks${query(base)}`, { key });
     return { page: { ...page, data: page.data.filter(wanted) }, localFilter: true };
   }
@@ -97,7 +112,9 @@ export function TaskList({ session, route }: { session: TenantSession; route: Ro
   const live = useLive({ apiKey: session.key, onEvent, refresh: () => void load() });
 
   const setFilter = (name: keyof Filters, value: string) => {
-    const f = { ...filters, [name]: value.trim() };
+    // From the route as it is now: a text filter's delayed change must not undo one made since.
+    const now = filtersOf(new URLSearchParams(location.hash.split("?")[1] ?? ""));
+    const f = { ...now, [name]: value.trim() };
     go(href("tasks", f), true);
   };
 
@@ -150,16 +167,31 @@ export function TaskList({ session, route }: { session: TenantSession; route: Ro
           value={filters.trace_id}
           onChange={setFilter}
         />
+        <DateFilter
+          name="created_after"
+          label="Created from"
+          value={filters.created_after}
+          onChange={setFilter}
+        />
+        <DateFilter
+          name="created_before"
+          label="Created before"
+          value={filters.created_before}
+          onChange={setFilter}
+        />
         {filterNames.some((n) => filters[n]) ? (
           <button type="button" class="link" onClick={() => go(href("tasks"), true)}>
             Clear filters
           </button>
         ) : null}
       </form>
+      <p class="muted small filters-zone">Created times are in {viewerZone()}.</p>
+      <GoToTask session={session} />
 
       {localFilter ? (
         <div class="notice">
-          This server does not filter by user or trace id yet: the rows below are this page's matches only.
+          This server does not filter by user id, trace id or created time yet: the rows below are this page's
+          matches only.
         </div>
       ) : null}
       {error ? <RequestError error={error} what="The task list" /> : null}
@@ -226,6 +258,77 @@ export function TaskList({ session, route }: { session: TenantSession; route: Ro
         </button>
       </nav>
     </section>
+  );
+}
+
+/** A `datetime-local` input in the viewer's zone; the route and the API get ISO UTC. */
+function DateFilter(p: {
+  name: keyof Filters;
+  label: string;
+  value: string;
+  onChange: (name: keyof Filters, value: string) => void;
+}) {
+  return (
+    <label>
+      {p.label}
+      <input
+        type="datetime-local"
+        name={p.name}
+        value={isoToLocalInput(p.value)}
+        onChange={(e) => p.onChange(p.name, localInputToIso((e.target as HTMLInputElement).value))}
+      />
+    </label>
+  );
+}
+
+/** Jumps to the task with exactly this id, or says there is none. */
+function GoToTask({ session }: { session: TenantSession }) {
+  const [id, setId] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const open = async (e: Event) => {
+    e.preventDefault();
+    const want = id.trim();
+    if (!want) return;
+    setBusy(true);
+    setError(null);
+    try {
+      await request(`/v1/tasks/${encodeURIComponent(want)}`, { key: session.key });
+      go(href(`tasks/${want}`));
+    } catch (err) {
+      setError(
+        err instanceof ApiError && err.status === 404
+          ? `No task ${want} for this tenant.`
+          : err instanceof ApiError
+            ? `${err.message} (${err.code})`
+            : String(err),
+      );
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <form class="goto" onSubmit={open} aria-label="Go to a task">
+      <label>
+        Task id
+        <input
+          name="task_id"
+          value={id}
+          placeholder="t_01K…"
+          spellcheck={false}
+          autocomplete="off"
+          onInput={(e) => setId((e.target as HTMLInputElement).value)}
+        />
+      </label>
+      <button type="submit" disabled={busy || !id.trim()}>
+        Open
+      </button>
+      {error ? (
+        <span class="bad small" role="alert">
+          {error}
+        </span>
+      ) : null}
+    </form>
   );
 }
 

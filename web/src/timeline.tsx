@@ -7,8 +7,8 @@ import type {
   Verdict,
 } from "../../src/client/index.ts";
 import { decidedBy } from "./decided-by.ts";
-import { label, preciseTime } from "./format.ts";
-import { Badge, ClaimMark } from "./ui.tsx";
+import { label, preciseTime, utcTitle, viewerZone, zoneName } from "./format.ts";
+import { Badge, ClaimMark, When } from "./ui.tsx";
 
 const verdictText: Record<Verdict, string> = {
   applied: "applied",
@@ -117,7 +117,11 @@ function eventLine(
           Step <b>{step}</b> waits ({label(String(d.kind ?? "?"))})
         </>
       ),
-      detail: d.deadline ? <>deadline {new Date(String(d.deadline)).toLocaleString()}</> : undefined,
+      detail: d.deadline ? (
+        <>
+          deadline <When at={String(d.deadline)} relative={false} />
+        </>
+      ) : undefined,
     };
   }
   if (e.type === "step.reminder" || e.type === "step.escalated") {
@@ -150,7 +154,9 @@ function eventLine(
 function DeliveryRow({ e }: { e: TimelineDelivery }) {
   return (
     <li class={`tl tl-delivery v-${e.verdict}`} data-kind="delivery" data-verdict={e.verdict}>
-      <span class="tl-time">{preciseTime(e.at)}</span>
+      <time class="tl-time" dateTime={e.at} title={utcTitle(e.at)}>
+        {preciseTime(e.at)}
+      </time>
       <span class="tl-dot" />
       <div class="tl-body">
         <div class="tl-title">
@@ -196,6 +202,9 @@ export function TimelineView({
   const byId = new Map(jobs.map((j) => [j.id, j]));
   return (
     <div>
+      <p class="muted small tl-zone">
+        Times in {viewerZone()} ({zoneName()}); hover one for UTC.
+      </p>
       <ol class="timeline">
         {entries.map((e) => {
           if (e.kind === "delivery") return <DeliveryRow key={e.id} e={e} />;
@@ -207,7 +216,9 @@ export function TimelineView({
               data-kind="event"
               data-type={e.type}
             >
-              <span class="tl-time">{preciseTime(e.at)}</span>
+              <time class="tl-time" dateTime={e.at} title={utcTitle(e.at)}>
+                {preciseTime(e.at)}
+              </time>
               <span class="tl-dot" />
               <div class="tl-body">
                 <div class="tl-title">{line.title}</div>

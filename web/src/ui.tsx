@@ -4,18 +4,20 @@ import type { ErrorInfo } from "../../src/client/index.ts";
 import type { ApiError } from "./api.ts";
 import { CLAIM_LABEL, CLAIM_TITLE } from "./decided-by.ts";
 import { hintFor } from "./error-hints.ts";
-import { ago, json, label, shortTime } from "./format.ts";
+import { ago, json, label, shortTime, utcTitle, zoneName } from "./format.ts";
 import type { LiveState } from "./live.ts";
 
 export function Badge({ status, children }: { status: string; children?: ComponentChildren }) {
   return <span class={`badge s-${status}`}>{children ?? label(status)}</span>;
 }
 
-export function When({ at }: { at: string | null | undefined }) {
+/** A time in the viewer's zone, named, and how long ago; the tooltip gives the instant in UTC. */
+export function When({ at, relative = true }: { at: string | null | undefined; relative?: boolean }) {
   if (!at) return <span class="muted">—</span>;
   return (
-    <time dateTime={at} title={new Date(at).toLocaleString()}>
-      {shortTime(at)} <span class="muted">· {ago(at)}</span>
+    <time dateTime={at} title={utcTitle(at)}>
+      {shortTime(at)} <span class="zone">{zoneName(new Date(at))}</span>
+      {relative ? <span class="muted"> · {ago(at)}</span> : null}
     </time>
   );
 }
@@ -44,14 +46,32 @@ export function LiveDot({ state }: { state: LiveState }) {
   );
 }
 
+/** Lines of JSON shown before the rest is folded behind "Show all". */
+export const JSON_FOLD_LINES = 24;
+
+/**
+ * JSON, pretty-printed. Beyond `JSON_FOLD_LINES` lines it is folded, with a control to show
+ * the rest; long lines scroll inside the pane instead of widening the page.
+ */
 export function Json({ value, open = false }: { value: unknown; open?: boolean }) {
+  const [all, setAll] = useState(false);
   if (value === undefined || value === null) return <span class="muted">null</span>;
+  const text = json(value);
+  const lines = text.split("\n");
+  const folded = !all && lines.length > JSON_FOLD_LINES;
   return (
     <details class="json" open={open}>
       <summary>
         {Array.isArray(value) ? `[${value.length}]` : typeof value === "object" ? "{…}" : String(value)}
       </summary>
-      <pre>{json(value)}</pre>
+      <pre class={folded ? "folded" : ""} data-lines={lines.length}>
+        {folded ? `${lines.slice(0, JSON_FOLD_LINES).join("\n")}\n…` : text}
+      </pre>
+      {lines.length > JSON_FOLD_LINES ? (
+        <button type="button" class="link small json-toggle" onClick={() => setAll((a) => !a)}>
+          {all ? "Fold" : `Show all ${lines.length.toLocaleString()} lines`}
+        </button>
+      ) : null}
     </details>
   );
 }

@@ -143,7 +143,10 @@ export async function getTask(tx: Tx, tenantId: string, taskId: string): Promise
   return { task: toTask(r), steps: steps.map(toStep), jobs: jobs.map(toJob) };
 }
 
-/** A page of the tenant's tasks, newest first. No locks. */
+/**
+ * A page of the tenant's tasks, newest first, created in `[createdFrom, createdBefore)` when
+ * given (index `tasks_by_tenant_created`, migration 016). No locks.
+ */
 export async function listTasks(
   tx: Tx,
   tenantId: string,
@@ -154,6 +157,7 @@ export async function listTasks(
     "tasks",
     { tenant_id: tenantId, status: q.status, type: q.type, user_id: q.userId, trace_id: q.traceId },
     q,
+    { created_at: { from: q.createdFrom, before: q.createdBefore } },
   );
   return { tasks: page.rows.map(toTask), nextCursor: page.nextCursor };
 }

@@ -13,6 +13,7 @@ import * as meta from "../ops/meta-ops.ts";
 import * as outbound from "../ops/outbound-ops.ts";
 import * as queue from "../ops/queue-ops.ts";
 import * as refusals from "../ops/refusal-ops.ts";
+import * as taskStats from "../ops/stats-ops.ts";
 import * as tasks from "../ops/task-ops.ts";
 import * as tenants from "../ops/tenant-ops.ts";
 import * as waits from "../ops/wait-ops.ts";
@@ -112,6 +113,9 @@ export abstract class SqlStore implements Store {
   }
   cancelTask(tenantId: string, taskId: string) {
     return this.run.write((tx) => tasks.cancelTask(tx, tenantId, taskId));
+  }
+  taskStatsRows(tenantId: string, from: number, to: number, maxRows: number) {
+    return this.run.snapshot((tx) => taskStats.taskStatsRows(tx, tenantId, from, to, maxRows));
   }
 
   // ── advances ──
