@@ -7,3 +7,4 @@ export * from "./events.ts";
 export * from "./outbound.ts";
 export * from "./tasks.ts";
 export * from "./tenants.ts";
+export * from "./tokens.ts";
