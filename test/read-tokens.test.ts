@@ -8,6 +8,7 @@ import { Keyring } from "../src/tokens/keyring.ts";
 import { mintReadToken, verifyReadToken } from "../src/tokens/read-token.ts";
 import { mintToken, verifyToken } from "../src/tokens/token.ts";
 import { waitFor } from "./helpers.ts";
+import { writeRoutes } from "./route-table.ts";
 import { type Stack, startStack } from "./stack.ts";
 
 const quick = defineTask("read.quick", async (_input: unknown, step) => {
@@ -66,28 +67,6 @@ test("a token in a ?token= query is redacted from log lines", () => {
     "GET /v1/events?task_id=t_1&token=[redacted]&x=1",
   );
 });
-
-/** Non-GET routes under /v1 of the server's route table, read from Fastify's own tree of it. */
-function writeRoutes(stack: Stack): Array<{ method: string; url: string }> {
-  const text = stack.app.server.printRoutes({ commonPrefix: false });
-  const out: Array<{ method: string; url: string }> = [];
-  // Each line is a segment at a depth given by its column; its path is its ancestors' and its own.
-  const prefix = new Map<number, string>();
-  for (const line of text.split("\n")) {
-    const m = /^([│ ├└─]*?)[├└]── (\S+)(?: \(([A-Z, ]+)\))?$/.exec(line);
-    if (!m) continue;
-    const col = m[1]!.length;
-    const parent = [...prefix.entries()].filter(([c]) => c < col).sort(([a], [b]) => b - a)[0]?.[1] ?? "";
-    const url = parent + m[2]!;
-    for (const c of [...prefix.keys()]) if (c >= col) prefix.delete(c);
-    prefix.set(col, url);
-    for (const method of (m[3] ?? "").split(", ")) {
-      if (method && method !== "GET" && method !== "HEAD" && url.startsWith("/v1/"))
-        out.push({ method, url });
-    }
-  }
-  return out;
-}
 
 describe("read tokens over HTTP", () => {
   let stack: Stack;

@@ -84,6 +84,8 @@ export function eventsRoutes(app: Api, store: EventLogStore & TaskStore, streams
       connection: "keep-alive",
       // Proxies such as nginx would otherwise hold events back in their buffers.
       "x-accel-buffering": "no",
+      // A page on another origin follows with its read token (no cookie is ever read).
+      ...(req.readScope ? { "access-control-allow-origin": "*" } : {}),
     });
     // An id with no data dispatches nothing but is where a client resumes if it drops before
     // the first event, so events committed while it reconnects are not skipped.
