@@ -7,7 +7,7 @@ import { redactCapabilityUrls } from "../src/http/log-redaction.ts";
 import { Keyring } from "../src/tokens/keyring.ts";
 import { mintReadToken, verifyReadToken } from "../src/tokens/read-token.ts";
 import { mintToken, verifyToken } from "../src/tokens/token.ts";
-import { waitFor } from "./helpers.ts";
+import { captureLog, waitFor } from "./helpers.ts";
 import { writeRoutes } from "./route-table.ts";
 import { type Stack, startStack } from "./stack.ts";
 
@@ -266,4 +266,24 @@ describe("read tokens over HTTP", () => {
     });
     assert.equal(keyed, other);
   });
+});
+
+test("a read token sent as ?token= or as a Bearer header is never written to the log", async () => {
+  const { lines, log } = captureLog("info");
+  const stack = await startStack({ taskTypes: [quick], logger: log });
+  try {
+    const id = (await stack.api("/v1/tasks", { method: "POST", body: { type: "read.quick", input: {} } }))
+      .body.task_id;
+    const { token } = (await stack.api("/v1/tokens", { method: "POST", body: { scope: { task_id: id } } }))
+      .body;
+    assert.equal((await fetch(`${stack.url}/v1/tasks/${id}?token=${token}`)).status, 200);
+    assert.equal((await fetch(`${stack.url}/v1/tasks?token=${token}`)).status, 403);
+    await fetch(`${stack.url}/v1/tasks/${id}`, { headers: { authorization: `Bearer ${token}` } });
+    const text = lines.map((l) => JSON.stringify(l)).join("\n");
+    assert.ok(text.includes("token=[redacted]"), "the requests were logged, their token redacted");
+    assert.ok(!text.includes(token), "no log line holds the token");
+    assert.ok(!text.includes(token.split(".")[2]!), "nor its signature");
+  } finally {
+    await stack.close();
+  }
 });
