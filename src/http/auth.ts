@@ -62,7 +62,7 @@ declare module "fastify" {
 
 /**
  * The API's authentication: an API key resolves to its tenant (`tenantAuth`); a read token
- * (./../tokens/read-token.ts), told apart by its shape and sent as `Authorization: Bearer`
+ * (src/tokens/read-token.ts), told apart by its shape and sent as `Authorization: Bearer`
  * or, for browsers' EventSource and WebSocket, as `?token=`, is verified (MAC, expiry) and
  * resolves to the tenant it names, with its scope on `req.readScope`. A read token is refused
  * with TOKEN_SCOPE on every route not marked `config.readToken`, writes all among them; the
