@@ -71,6 +71,23 @@ describe("callback retries and refused calls over HTTP", () => {
     assert.equal((await post(step.callback_url, body)).status, 200, "still a duplicate once the task ended");
   });
 
+  test("a callback URL with its last character changed is 401 TOKEN_INVALID; one cut short is TOKEN_MALFORMED", async () => {
+    const id = await submit(stack, "test.cb");
+    const step = await waitingStep(stack, id, "cb");
+    const url: string = step.callback_url;
+    const changed = `${url.slice(0, -1)}${url.endsWith("A") ? "B" : "A"}`;
+    const altered = await post(changed, JSON.stringify({ ok: true }));
+    assert.equal(altered.status, 401);
+    assert.equal(altered.body.error.code, "TOKEN_INVALID");
+    assert.doesNotMatch(altered.body.error.message, /cut short/);
+    const cut = await post(url.slice(0, -4), JSON.stringify({ ok: true }));
+    assert.equal(cut.status, 401);
+    assert.equal(cut.body.error.code, "TOKEN_MALFORMED");
+    assert.match(cut.body.error.message, /cut short/);
+    // Neither touched the wait: the link itself still completes it.
+    assert.equal((await post(url, JSON.stringify({ ok: true }))).status, 200);
+  });
+
   test("refused calls with 500 KB bodies to a used link keep no copy of their bodies", async () => {
     const id = await submit(stack, "test.cb");
     const step = await waitingStep(stack, id, "cb");

@@ -3,6 +3,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, afterEach, before, describe, test } from "node:test";
 import { EventStreams } from "../src/http/event-streams.ts";
+import { sseSink } from "../src/http/stream-sinks.ts";
 import type { EventLogStore, TaskEventRow } from "../src/store/store.ts";
 import { quietLog, sleep, waitFor } from "./helpers.ts";
 
@@ -101,7 +102,7 @@ describe("EventStreams", () => {
       const afterSeq = Number(q.get("after"));
       res.writeHead(200, { "content-type": "text/event-stream" });
       res.write(`retry: 1000\nid: ${afterSeq}\n\n`);
-      streams.open(res, q.get("tenant")!, q.get("task") || null, afterSeq);
+      streams.open(sseSink(res), q.get("tenant")!, q.get("task") || null, afterSeq);
     });
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     port = (server.address() as AddressInfo).port;

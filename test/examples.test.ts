@@ -32,7 +32,7 @@ const dependencySections = ["dependencies", "devDependencies", "optionalDependen
 
 test("only the example with a TypeScript config lists tsx, a devDependency; the two copies of the task types are the same", () => {
   const names = readdirSync(EXAMPLES, { withFileTypes: true }).filter((d) => d.isDirectory());
-  assert.deepEqual(names.map((d) => d.name).sort(), ["dev-config", "embedded"]);
+  assert.deepEqual(names.map((d) => d.name).sort(), ["browser-follow", "dev-config", "embedded"]);
   for (const { name } of names) {
     const manifest = manifestOf(join(EXAMPLES, name));
     assert.equal(manifest.type, "module", `${name} is an ES module package`);

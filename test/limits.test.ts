@@ -411,3 +411,69 @@ test("FixedWindows counts per key in fixed windows and forgets the least recentl
   assert.equal(w.hit("b", 60_003).remaining, 1, "b starts over");
   assert.equal(w.hit("c", 60_004).remaining, 0, "c was kept");
 });
+
+describe("API reads and writes counted apart, sized for honest use", () => {
+  // The defaults scaled down 100 times, with the traffic they are sized for scaled the same:
+  // 5000 submits and 3000 tasks polled once a second for a minute. All of it lands in one
+  // window here, which is harder on the limiter than the same traffic spread over a minute.
+  const SCALE = 100;
+  const SUBMITS = 5000 / SCALE;
+  const POLLS = (3000 / SCALE) * 60;
+  let stack: Stack;
+  before(async () => {
+    stack = await startStack({
+      taskTypes: [defineTask("limits.noop", async () => 1)],
+      limits: {
+        api_reads_per_min: DEFAULT_LIMITS.api_reads_per_min / SCALE,
+        api_writes_per_min: DEFAULT_LIMITS.api_writes_per_min / SCALE,
+      },
+    });
+  });
+  after(() => stack.close());
+
+  test("a tenant submitting and polling at the documented honest rate gets no 429; past a limit the 429 names it and carries Retry-After and RateLimit-*", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < SUBMITS; i++) {
+      const r = await request(stack.url, "/v1/tasks", {
+        method: "POST",
+        headers: { ...bearer(stack.key), "content-type": "application/json" },
+        body: JSON.stringify({ type: "limits.noop", input: {} }),
+      });
+      assert.equal(r.status, 202, JSON.stringify(r.body));
+      ids.push(r.body.task_id);
+    }
+    for (let i = 0; i < POLLS; i++) {
+      const r = await request(stack.url, `/v1/tasks/${ids[i % ids.length]}`, { headers: bearer(stack.key) });
+      assert.equal(r.status, 200, `poll ${i}: ${JSON.stringify(r.body)}`);
+    }
+    // Reads past their limit: the 429 says which limit and when it resets.
+    let limited: Answer | undefined;
+    for (let i = 0; i <= DEFAULT_LIMITS.api_reads_per_min / SCALE && !limited; i++) {
+      const r = await request(stack.url, `/v1/tasks/${ids[0]}`, { headers: bearer(stack.key) });
+      if (r.status === 429) limited = r;
+    }
+    assert.ok(limited, "reads were limited");
+    assertLimited(limited);
+    assert.match(limited.body.error.message, /api_reads_per_min/);
+    assert.match(limited.body.error.message, /resets in \d+ s/);
+    assert.equal(limited.headers["ratelimit-limit"], String(DEFAULT_LIMITS.api_reads_per_min / SCALE));
+    assert.equal(limited.headers["ratelimit-remaining"], "0");
+    assert.ok(Number(limited.headers["ratelimit-reset"]) >= 1);
+    assert.equal(limited.headers["ratelimit-policy"], `${DEFAULT_LIMITS.api_reads_per_min / SCALE};w=60`);
+    // Writes are counted apart: the tenant still submits.
+    const submit = await request(stack.url, "/v1/tasks", {
+      method: "POST",
+      headers: { ...bearer(stack.key), "content-type": "application/json" },
+      body: JSON.stringify({ type: "limits.noop", input: {} }),
+    });
+    assert.equal(submit.status, 202);
+  });
+
+  test("api_per_min, deprecated, is the value of whichever of api_reads_per_min and api_writes_per_min is not given", () => {
+    const l = resolveLimits({ api_per_min: 7, api_writes_per_min: 3 });
+    assert.equal(l.api_reads_per_min, 7);
+    assert.equal(l.api_writes_per_min, 3);
+    assert.ok(DEFAULT_LIMITS.api_reads_per_min >= 3000 * 60, "3000 tasks polled once a second");
+    assert.ok(DEFAULT_LIMITS.api_writes_per_min >= 5000, "5000 submits in one minute");
+  });
+});

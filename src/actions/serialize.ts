@@ -31,11 +31,21 @@ export function taskSummary(t: TaskRow): Static<typeof TaskSummary> {
 export interface DetailContext {
   urls: CapabilityUrls;
   decisions: Map<string, ApprovalDecisionRow[]>;
+  /**
+   * `false` for a reader holding a read token: a waiting step's callback and approval links
+   * are capabilities to write, and a read token must not hand them out.
+   */
+  links?: boolean;
 }
 
 /** What a waiting step shows its own tenant it waits for (ARCHITECTURE §7): links, approvers, match. */
 function waitingFor(t: TaskRow, s: StepRow, ctx: DetailContext): Record<string, unknown> {
   if (s.status !== "waiting") return {};
+  if (ctx.links === false) {
+    if (s.kind === "approval") return { quorum: (s.config as ApprovalConfig).quorum };
+    if (s.kind === "wait_event") return { match: s.config };
+    return {};
+  }
   const ws = { stepId: s.stepId, attempts: s.attempts, deadlineAt: s.deadlineAt };
   if (s.kind === "callback") return { callback_url: ctx.urls.callback(t.tenantId, t.id, ws) };
   if (s.kind === "approval") {

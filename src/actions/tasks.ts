@@ -77,14 +77,18 @@ export async function submitAction(
   return { status: created ? 202 : 200, body: { task_id: task.id, status: task.status, created } };
 }
 
-/** `GET /v1/tasks/:id`: the task with its steps, jobs and a waiting step's links. */
+/**
+ * `GET /v1/tasks/:id`: the task with its steps, jobs and a waiting step's links; without the
+ * links (`links: false`) for a reader holding a read token.
+ */
 export async function getTaskAction(
   d: Pick<TaskActionDeps, "store" | "urls">,
   tenantId: string,
   taskId: string,
+  links = true,
 ): Promise<Static<typeof TaskDetail>> {
   const { detail, decisions } = await getTask({ tasks: d.store, waits: d.store }, { tenantId, taskId });
-  return taskDetail(detail, { urls: d.urls, decisions });
+  return taskDetail(detail, { urls: d.urls, decisions, links });
 }
 
 /** `GET /v1/tasks`: a page of the tenant's tasks, newest first. */

@@ -31,7 +31,7 @@ export interface LonghaulConfig {
   /** Outbound webhooks: retry schedule in seconds, and whether private and loopback targets are allowed. */
   outbound?: OutboundConfig;
   /**
-   * Rates per minute (`api_per_min`, `unauthenticated_per_min`, `hooks_per_min`,
+   * Rates per minute (`api_reads_per_min`, `api_writes_per_min`, the deprecated `api_per_min`, `unauthenticated_per_min`, `hooks_per_min`,
    * `callbacks_per_min`, `approvals_per_min`; 0 turns one off), caps per tenant
    * (`sse_streams_per_tenant`, `webhook_endpoints_per_tenant`) and `signal_retention_s`.
    */

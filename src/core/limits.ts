@@ -4,7 +4,17 @@
  * node on its own; `0` turns a limit off.
  */
 export interface LimitsConfig {
-  /** API requests per tenant, keyed on the tenant the key resolves to. Default 6000. */
+  /**
+   * API reads (`GET`) per tenant, keyed on the tenant its key or read token resolves to.
+   * Default 240000: 3000 tasks polled once a second is 180000 a minute.
+   */
+  api_reads_per_min?: number;
+  /** API writes (every other method) per tenant. Default 12000: 5000 submits in one minute, with room. */
+  api_writes_per_min?: number;
+  /**
+   * @deprecated Counted reads and writes alike, in one count. Now the value of each of
+   * `api_reads_per_min` and `api_writes_per_min` that is not given, each counted apart.
+   */
   api_per_min?: number;
   /** API requests whose key is missing or unknown, per client address. Default 300. */
   unauthenticated_per_min?: number;
@@ -24,10 +34,12 @@ export interface LimitsConfig {
   schema_timeout_s?: number;
 }
 
-export type Limits = Required<LimitsConfig>;
+/** The limits in force: every key given a value, the deprecated `api_per_min` only when it was set. */
+export type Limits = Required<Omit<LimitsConfig, "api_per_min">> & Pick<LimitsConfig, "api_per_min">;
 
 export const DEFAULT_LIMITS: Limits = {
-  api_per_min: 6000,
+  api_reads_per_min: 240_000,
+  api_writes_per_min: 12_000,
   unauthenticated_per_min: 300,
   hooks_per_min: 60_000,
   callbacks_per_min: 6000,
@@ -46,6 +58,11 @@ export function resolveLimits(value: LimitsConfig | undefined): Limits {
   const out: Limits = { ...DEFAULT_LIMITS };
   for (const [key, v] of Object.entries(value ?? {})) {
     if (v !== undefined) out[key as keyof Limits] = v;
+  }
+  const alias = value?.api_per_min;
+  if (alias !== undefined) {
+    if (value?.api_reads_per_min === undefined) out.api_reads_per_min = alias;
+    if (value?.api_writes_per_min === undefined) out.api_writes_per_min = alias;
   }
   return out;
 }

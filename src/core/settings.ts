@@ -1,5 +1,5 @@
 import { type TSchema, Type } from "typebox";
-import type { DEFAULT_LIMITS } from "./limits.ts";
+import type { LimitsConfig } from "./limits.ts";
 
 /**
  * The one schema of the settings, with their ranges: the configuration file (with the
@@ -42,9 +42,11 @@ export const MAX_OUTBOUND_ATTEMPTS = 50;
 
 /** The largest value of each count of `limits` (0 turns a rate off, or lifts a cap). */
 export const LIMIT_MAX: Record<
-  Exclude<keyof typeof DEFAULT_LIMITS, "signal_retention_s" | "schema_timeout_s">,
+  Exclude<keyof LimitsConfig, "signal_retention_s" | "schema_timeout_s">,
   number
 > = {
+  api_reads_per_min: 10_000_000,
+  api_writes_per_min: 10_000_000,
   api_per_min: 10_000_000,
   unauthenticated_per_min: 10_000_000,
   hooks_per_min: 10_000_000,

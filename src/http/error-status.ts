@@ -62,6 +62,8 @@ export const errorStatus: Readonly<Record<ErrorCode, number>> = {
   DELIVERY_NOT_REPLAYABLE: 409,
   TOO_MANY_STREAMS: 429,
   LIMIT_REACHED: 409,
+  /** A read token used on a route, task or stream it does not open, or a capability token where a read token is meant. */
+  TOKEN_SCOPE: 403,
   // Codes below are recorded on steps, tasks or outbound deliveries rather than answered to a
   // request; the status is the one such a failure would have as an HTTP answer.
   /** A step's error: its job was canceled at the provider without an error code of its own. */

@@ -1,4 +1,3 @@
-import type { ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { LonghaulError } from "../core/errors.ts";
 import type { EventLogStore, TaskEventRow } from "../store/store.ts";
@@ -17,12 +16,12 @@ export interface EventStreamsOptions {
 /** When a refused stream should try again: streams end only when their clients go, so soon is fine. */
 const FULL_RETRY_AFTER_S = 5;
 
-const PING = Buffer.from(": ping\n\n");
-
 /** A page of the log, framed once into one buffer that is written to every stream it is for. */
-interface Page {
+export interface Page {
   rows: TaskEventRow[];
-  /** The frames of `rows`, back to back. */
+  /** The TaskEvent JSON of each row, serialized once: a WebSocket message, an SSE frame's data. */
+  data: string[];
+  /** The SSE frames of `rows`, back to back. */
   bytes: Buffer;
   /** Where the frame of `rows[i]` starts in `bytes`; `ends[i]` where it ends. */
   starts: number[];
@@ -40,16 +39,39 @@ export interface EventStreamStats {
   peakBufferedBytes: number;
 }
 
-/** The SSE frame of one task event: `id` is the log's seq, so `Last-Event-ID` resumes from it. */
-export function sseFrame(e: TaskEventRow): string {
-  const data = JSON.stringify({
+/** One task event as the wire's TaskEvent JSON: a WebSocket message, an SSE frame's `data`. */
+export function eventJson(e: TaskEventRow): string {
+  return JSON.stringify({
     seq: e.seq,
     task_id: e.taskId,
     type: e.type,
     data: e.data,
     created_at: new Date(e.createdAt).toISOString(),
   });
+}
+
+/** The SSE frame of one task event: `id` is the log's seq, so `Last-Event-ID` resumes from it. */
+export function sseFrame(e: TaskEventRow, data = eventJson(e)): string {
   return `id: ${e.seq}\nevent: ${e.type}\ndata: ${data}\n\n`;
+}
+
+/**
+ * Where one stream's events go, whatever carries them (./stream-sinks.ts: an SSE response, a
+ * WebSocket). The fan-out, the replay from the log and the handling of slow readers are the
+ * hub's and the same for every transport; a sink only writes and reports push-back.
+ */
+export interface StreamSink {
+  /** Writes the events `from` to `to` (exclusive) of `page`; false once the transport pushed back. */
+  write(page: Page, from: number, to: number): boolean;
+  /** A heartbeat for an idle stream; false once the transport pushed back. */
+  ping(): boolean;
+  /** Bytes waiting in user space. */
+  readonly bufferedBytes: number;
+  /** Calls `fn` once, when what was waiting has been written out. */
+  onDrain(fn: () => void): void;
+  /** Calls `fn` once, when the client has gone. */
+  onClose(fn: () => void): void;
+  end(): void;
 }
 
 /**
@@ -108,17 +130,17 @@ export class EventStreams {
     );
   }
 
-  /** Starts streaming the tenant's events after `afterSeq` (only `taskId`'s, if given) to `res`. */
-  open(res: ServerResponse, tenantId: string, taskId: string | null, afterSeq: number): void {
+  /** Starts streaming the tenant's events after `afterSeq` (only `taskId`'s, if given) to `sink`. */
+  open(sink: StreamSink, tenantId: string, taskId: string | null, afterSeq: number): void {
     let feed = this.feeds.get(tenantId);
     if (!feed) {
       feed = new TenantFeed(this, tenantId);
       this.feeds.set(tenantId, feed);
       feed.start();
     }
-    const stream = new EventStream(this, feed, res, taskId, afterSeq);
+    const stream = new EventStream(this, feed, sink, taskId, afterSeq);
     feed.streams.add(stream);
-    res.on("close", () => this.remove(stream));
+    sink.onClose(() => this.remove(stream));
     void stream.pump();
   }
 
@@ -128,7 +150,7 @@ export class EventStreams {
     for (const feed of this.feeds.values()) {
       for (const s of feed.streams) {
         streams++;
-        bufferedBytes += s.res.writableLength;
+        bufferedBytes += s.sink.bufferedBytes;
       }
     }
     return { streams, bufferedBytes, peakBufferedBytes: this.peakBuffered };
@@ -148,13 +170,16 @@ export class EventStreams {
   /** @internal Frames rows read after `afterSeq`: each event serialized once, all in one buffer. */
   frame(rows: TaskEventRow[], afterSeq: number): Page {
     const texts: string[] = [];
+    const data: string[] = [];
     const starts: number[] = [];
     const ends: number[] = [];
     let bytes = 0;
     let lastSeq = afterSeq;
     for (const row of rows) {
       if (texts.length > 0 && bytes >= this.pageBytes) break;
-      const text = sseFrame(row);
+      const json = eventJson(row);
+      const text = sseFrame(row, json);
+      data.push(json);
       texts.push(text);
       starts.push(bytes);
       bytes += Buffer.byteLength(text);
@@ -164,6 +189,7 @@ export class EventStreams {
     const count = texts.length;
     return {
       rows: count < rows.length ? rows.slice(0, count) : rows,
+      data,
       bytes: Buffer.from(texts.join("")),
       starts,
       ends,
@@ -300,13 +326,11 @@ class TenantFeed {
   private deliver(page: Page): void {
     for (const s of this.live) s.send(page);
     if (this.liveByTask.size === 0) return;
-    const { rows, bytes, starts, ends } = page;
+    const { rows } = page;
     for (let i = 0; i < rows.length; i++) {
-      const row = rows[i]!;
-      const set = this.liveByTask.get(row.taskId);
+      const set = this.liveByTask.get(rows[i]!.taskId);
       if (!set) continue;
-      const frame = bytes.subarray(starts[i], ends[i]);
-      for (const s of set) s.sendOne(row.seq, frame);
+      for (const s of set) s.sendOne(page, i);
     }
   }
 
@@ -359,7 +383,7 @@ class EventStream {
   constructor(
     private readonly hub: EventStreams,
     readonly feed: TenantFeed,
-    readonly res: ServerResponse,
+    readonly sink: StreamSink,
     readonly taskId: string | null,
     /** The seq of the last event written (or where the stream started). */
     private lastSeq: number,
@@ -369,39 +393,36 @@ class EventStream {
     if (this.closed || this.state === "blocked") return;
     // A pulling stream is writing pages of its own; it needs no heartbeat.
     if (this.state === "pulling") return;
-    if (!this.res.write(PING)) this.block();
+    if (!this.sink.ping()) this.block();
   }
 
   end(): void {
     if (this.closed) return;
     this.closed = true;
     this.feed.leave(this);
-    this.res.end();
+    this.sink.end();
   }
 
   /** A live stream of the whole tenant: the page's events after its last seq, in one write. */
   send(page: Page): void {
     if (this.state !== "live" || page.lastSeq <= this.lastSeq) return;
-    let bytes = page.bytes;
-    if (page.rows[0]!.seq <= this.lastSeq) {
-      // It read the start of this page itself while catching up.
-      const i = page.rows.findIndex((r) => r.seq > this.lastSeq);
-      bytes = bytes.subarray(page.starts[i]);
-    }
+    // It may have read the start of this page itself while catching up.
+    const from = page.rows[0]!.seq <= this.lastSeq ? page.rows.findIndex((r) => r.seq > this.lastSeq) : 0;
     this.lastSeq = page.lastSeq;
-    this.write(bytes);
+    this.write(page, from, page.rows.length);
   }
 
-  /** A live stream of one task: one of its events. */
-  sendOne(seq: number, frame: Buffer): void {
+  /** A live stream of one task: one of its events, the page's `i`th. */
+  sendOne(page: Page, i: number): void {
+    const seq = page.rows[i]!.seq;
     if (this.state !== "live" || seq <= this.lastSeq) return;
     this.lastSeq = seq;
-    this.write(frame);
+    this.write(page, i, i + 1);
   }
 
-  private write(bytes: Buffer): void {
-    const flowing = this.res.write(bytes);
-    this.hub.sawBuffered(this.res.writableLength);
+  private write(page: Page, from: number, to: number): void {
+    const flowing = this.sink.write(page, from, to);
+    this.hub.sawBuffered(this.sink.bufferedBytes);
     if (!flowing) this.block();
   }
 
@@ -416,8 +437,8 @@ class EventStream {
         if (this.closed) return;
         if (page.rows.length > 0) {
           this.lastSeq = page.lastSeq;
-          const flowing = this.res.write(page.bytes);
-          this.hub.sawBuffered(this.res.writableLength);
+          const flowing = this.sink.write(page, 0, page.rows.length);
+          this.hub.sawBuffered(this.sink.bufferedBytes);
           if (!flowing) return this.block();
         }
         if (page.more) continue;
@@ -437,7 +458,7 @@ class EventStream {
   private block(): void {
     if (this.state === "live") this.feed.leave(this);
     this.state = "blocked";
-    this.res.once("drain", () => {
+    this.sink.onDrain(() => {
       if (this.closed) return;
       this.state = "pulling";
       void this.pump();
@@ -447,7 +468,7 @@ class EventStream {
 
 declare module "fastify" {
   interface FastifyInstance {
-    /** The SSE streams of this server, for their stats. */
+    /** The event streams (SSE and WebSocket) of this server, for their stats. */
     eventStreams: EventStreams;
   }
 }

@@ -12,8 +12,11 @@ export const REDACTED = "[redacted]";
 
 // The token segment of a capability URL, wherever it appears (a path, a full URL, a message).
 const CAPABILITY_PATH = /(\/v1\/(?:callbacks|approvals)\/)[^/?#\s"'<>]+/g;
-/** `text` with the token of every capability URL in it replaced by `[redacted]`. */
-export const redactCapabilityUrls = (text: string): string => text.replace(CAPABILITY_PATH, `$1${REDACTED}`);
+// A read token in a query (`?token=`), as browsers send it to the event streams.
+const TOKEN_QUERY = /([?&]token=)[^&#\s"'<>]+/g;
+/** `text` with the token of every capability URL, and every `token=` query value, replaced by `[redacted]`. */
+export const redactCapabilityUrls = (text: string): string =>
+  text.replace(CAPABILITY_PATH, `$1${REDACTED}`).replace(TOKEN_QUERY, `$1${REDACTED}`);
 
 /** The serializers of every HTTP log line (`req`, `res`, `err`). */
 export const safeSerializers = {

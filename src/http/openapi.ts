@@ -172,7 +172,8 @@ export function openapiDocs(): { collect: FastifyPluginCallback; document(): Pro
       doc.route({
         method: r.method,
         url: r.url,
-        ...(r.schema ? { schema: r.schema } : {}),
+        // @fastify/websocket hides its routes from documents; a WebSocket route is API all the same.
+        ...(r.schema ? { schema: r.websocket ? { ...r.schema, hide: false } : r.schema } : {}),
         ...(r.config ? { config: r.config } : {}),
         ...(r.constraints ? { constraints: r.constraints } : {}),
         handler: async () => null,

@@ -35,6 +35,8 @@ export const operations: Readonly<Record<string, { id: string; tag: string }>> =
   "POST /v1/signals": { id: "sendSignal", tag: "Signals" },
   "GET /v1/usage": { id: "getUsage", tag: "Usage" },
   "GET /v1/events": { id: "streamEvents", tag: "Events" },
+  "GET /v1/events/ws": { id: "streamEventsWebSocket", tag: "Events" },
+  "POST /v1/tokens": { id: "createReadToken", tag: "Tokens" },
   "POST /v1/webhook-endpoints": { id: "createWebhookEndpoint", tag: "Webhook endpoints" },
   "GET /v1/webhook-endpoints": { id: "listWebhookEndpoints", tag: "Webhook endpoints" },
   "POST /v1/webhook-endpoints/{id}/rotate-secret": {
@@ -56,7 +58,8 @@ export const operations: Readonly<Record<string, { id: string; tag: string }>> =
 /** The tags in the order a reference lists them, each with a line on what it groups. */
 export const operationTags = [
   { name: "Tasks", description: "Submit, read, list and cancel tasks." },
-  { name: "Events", description: "The tenant's task log, live: Server-Sent Events." },
+  { name: "Events", description: "The tenant's task log, live: Server-Sent Events or a WebSocket." },
+  { name: "Tokens", description: "Short-lived read-only tokens for a browser following its task." },
   { name: "Signals", description: "Events that end waitForEvent steps." },
   { name: "Usage", description: "Tasks, jobs and tokens counted per tenant." },
   { name: "Webhook endpoints", description: "Outbound webhooks: endpoints, secrets and deliveries." },

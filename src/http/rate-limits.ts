@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { LonghaulError } from "../core/errors.ts";
 import type { Limits } from "../core/limits.ts";
 
-type Kind = "api" | "unauthenticated" | "hooks" | "callbacks" | "approvals";
+type Kind = "reads" | "writes" | "unauthenticated" | "hooks" | "callbacks" | "approvals";
 type Check = ReturnType<FastifyInstance["createRateLimit"]>;
 type AuthHook = (req: FastifyRequest, reply: FastifyReply) => Promise<void>;
 
@@ -12,23 +12,55 @@ const RATE_LIMIT_WINDOW_MS = 60_000;
 const RATE_LIMIT_BUCKETS = 10_000;
 
 const what: Record<Kind, string> = {
-  api: "API requests for this tenant",
+  reads: "API reads (GET) for this tenant",
+  writes: "API writes for this tenant",
   unauthenticated: "requests without a valid API key from this address",
   hooks: "webhook deliveries to this source from this address",
   callbacks: "callback requests from this address",
   approvals: "approval requests from this address",
 };
 
-/** 429 for `kind` past `max` a minute, with the seconds until its window ends. */
+/** The setting of each limit, named in its 429 so an operator knows which one to raise. */
+const setting: Record<Kind, keyof Limits> = {
+  reads: "api_reads_per_min",
+  writes: "api_writes_per_min",
+  unauthenticated: "unauthenticated_per_min",
+  hooks: "hooks_per_min",
+  callbacks: "callbacks_per_min",
+  approvals: "approvals_per_min",
+};
+
+/**
+ * 429 for `kind` past `max` a minute: the message names the limit (its setting) and when its
+ * window resets; `retry_after_s` becomes `Retry-After`.
+ */
 export function rateLimited(kind: Kind, max: number, resetS: number): LonghaulError {
   const wait = Math.max(1, resetS);
   return new LonghaulError(
     "RATE_LIMITED",
-    `Too many ${what[kind]}: the limit is ${max} a minute; retry in ${wait} s.`,
-    {
-      details: { retry_after_s: wait },
-    },
+    `Too many ${what[kind]}: the limit is ${max} a minute (limits.${setting[kind]}); the window resets in ${wait} s, retry then.`,
+    { details: { retry_after_s: wait, limit: setting[kind] } },
   );
+}
+
+/**
+ * The state of a limit on every answer it counts: `RateLimit-Limit`, `-Remaining`, `-Reset`
+ * (seconds until the window ends) and `RateLimit-Policy` (`<max>;w=60`), as the IETF
+ * RateLimit header fields draft spells them, and the same three as `X-RateLimit-*` for
+ * clients that read those.
+ */
+export function limitHeaders(
+  header: (name: string, value: string) => void,
+  limit: number,
+  remaining: number,
+  resetS: number,
+): void {
+  for (const prefix of ["ratelimit", "x-ratelimit"]) {
+    header(`${prefix}-limit`, String(limit));
+    header(`${prefix}-remaining`, String(remaining));
+    header(`${prefix}-reset`, String(resetS));
+  }
+  header("ratelimit-policy", `${limit};w=${RATE_LIMIT_WINDOW_MS / 1000}`);
 }
 
 /**
@@ -79,9 +111,7 @@ export function countHook(
   header: (name: string, value: string) => void,
 ): LonghaulError | null {
   const w = windows.hit(key, Date.now());
-  header("x-ratelimit-limit", String(w.limit));
-  header("x-ratelimit-remaining", String(w.remaining));
-  header("x-ratelimit-reset", String(w.resetS));
+  limitHeaders(header, w.limit, w.remaining, w.resetS);
   return w.exceeded ? rateLimited("hooks", w.limit, w.resetS) : null;
 }
 
@@ -91,6 +121,15 @@ export function countHook(
  * against an address: one bucket for all of them would let any client lock out every other.
  */
 export const UNKNOWN_ADDRESS = "0.0.0.0";
+
+/** Failures of a credential that is not genuine: counted against the client's address. */
+const NOT_GENUINE: ReadonlySet<string> = new Set([
+  "UNAUTHORIZED",
+  "TOKEN_MALFORMED",
+  "TOKEN_KEY_UNKNOWN",
+  "TOKEN_INVALID",
+  "TOKEN_EXPIRED",
+]);
 
 /** The limits counted per client address, by kind. */
 const PER_ADDRESS: ReadonlySet<Kind> = new Set(["unauthenticated", "hooks", "callbacks", "approvals"]);
@@ -107,9 +146,10 @@ export interface RateLimits {
   /** Wraps an authentication hook so that its failures count against the client's address. */
   failuresLimited(auth: AuthHook): AuthHook;
   /**
-   * Wraps the tenant authentication hook of the API: a request whose key resolves counts
-   * against its tenant; one whose key is missing or unknown counts against its address, so
-   * made-up keys do not each get a bucket of their own.
+   * Wraps the tenant authentication hook of the API: a request whose key or read token
+   * resolves counts against its tenant, a `GET` as a read and anything else as a write; one
+   * whose key is missing or unknown, or whose token is not genuine, counts against its
+   * address, so made-up credentials do not each get a bucket of their own.
    */
   authenticated(auth: AuthHook): AuthHook;
 }
@@ -132,13 +172,15 @@ export function installRateLimits(
 
   // Webhooks are counted by `hooks` (FixedWindows), shared with the path ahead of the router.
   const max: Record<Exclude<Kind, "hooks">, number> = {
-    api: limits.api_per_min,
+    reads: limits.api_reads_per_min,
+    writes: limits.api_writes_per_min,
     unauthenticated: limits.unauthenticated_per_min,
     callbacks: limits.callbacks_per_min,
     approvals: limits.approvals_per_min,
   };
   const keyOf: Record<Kind, (req: FastifyRequest) => string> = {
-    api: (req) => req.tenant.id,
+    reads: (req) => req.tenant.id,
+    writes: (req) => req.tenant.id,
     unauthenticated: (req) => req.ip,
     hooks: (req) => {
       const source = (req.params as { source?: string }).source ?? "";
@@ -172,9 +214,7 @@ export function installRateLimits(
     }
     const r = await c(req);
     if (r.isAllowed) return;
-    reply.header("x-ratelimit-limit", String(r.max));
-    reply.header("x-ratelimit-remaining", String(r.remaining));
-    reply.header("x-ratelimit-reset", String(r.ttlInSeconds));
+    limitHeaders((name, value) => reply.header(name, value), r.max, r.remaining, r.ttlInSeconds);
     if (!r.isExceeded) return;
     throw rateLimited(kind, r.max, r.ttlInSeconds);
   };
@@ -190,7 +230,7 @@ export function installRateLimits(
       try {
         await auth(req, reply);
       } catch (err) {
-        if (err instanceof LonghaulError && err.code === "UNAUTHORIZED") {
+        if (err instanceof LonghaulError && NOT_GENUINE.has(err.code)) {
           await check("unauthenticated", req, reply);
         }
         throw err;
@@ -202,7 +242,7 @@ export function installRateLimits(
       const guarded = failuresLimited(auth);
       return async (req, reply) => {
         await guarded(req, reply);
-        await check("api", req, reply);
+        await check(req.method === "GET" || req.method === "HEAD" ? "reads" : "writes", req, reply);
       };
     },
   };

@@ -1,5 +1,6 @@
 import { createServer } from "node:http";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import fastifyWebsocket from "@fastify/websocket";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from "fastify";
 import type { Logger } from "pino";
 import { Type } from "typebox";
@@ -20,7 +21,7 @@ import { adminAuth } from "./admin-auth.ts";
 import { adminEventsRoutes } from "./admin-events-routes.ts";
 import { adminTenantsRoutes } from "./admin-tenants-routes.ts";
 import { approvalsRoutes } from "./approvals-routes.ts";
-import { tenantAuth } from "./auth.ts";
+import { apiAuth } from "./auth.ts";
 import { callbacksRoutes } from "./callbacks-routes.ts";
 import { type DashboardOptions, dashboardRoutes } from "./dashboard-routes.ts";
 import { frameworkErrors, installErrorHandling, schemaErrorFormatter } from "./error-handler.ts";
@@ -40,6 +41,7 @@ import { statsRoutes } from "./stats-routes.ts";
 import { taskTypesRoutes } from "./task-types-routes.ts";
 import { tasksRoutes } from "./tasks-routes.ts";
 import { timelineRoutes } from "./timeline-routes.ts";
+import { tokensRoutes } from "./tokens-routes.ts";
 import { usageRoutes } from "./usage-routes.ts";
 import { loadValidation, validationLoaded, validatorCompiler } from "./validator.ts";
 import { webhookEndpointsRoutes } from "./webhook-endpoints-routes.ts";
@@ -183,6 +185,8 @@ export function buildServer(d: ServerDeps): FastifyInstance {
     else done(read.error);
   });
   const rateLimits = installRateLimits(app, limits, (name) => d.sources.has(name), hookLimit);
+  // `GET /v1/events/ws`; clients send nothing but control frames, so a message is kept small.
+  app.register(fastifyWebsocket, { options: { maxPayload: 4096 } });
   const streams = new EventStreams(d.store, d.log, {
     maxPerTenant: limits.sse_streams_per_tenant,
     ...d.realtime,
@@ -285,7 +289,7 @@ export function buildServer(d: ServerDeps): FastifyInstance {
   });
 
   app.register(async (api) => {
-    api.addHook("onRequest", rateLimits.authenticated(tenantAuth(d.store, d.clock)));
+    api.addHook("onRequest", rateLimits.authenticated(apiAuth(d.store, d.clock, d.keyring)));
     tasksRoutes(api, {
       store: d.store,
       taskTypes: d.taskTypes,
@@ -299,6 +303,7 @@ export function buildServer(d: ServerDeps): FastifyInstance {
     signalsRoutes(api, d.store);
     usageRoutes(api, d.store);
     eventsRoutes(api, d.store, streams);
+    tokensRoutes(api, { store: d.store, keyring: d.keyring, clock: d.clock });
     webhookEndpointsRoutes(api, d.store, d.outbound, limits.webhook_endpoints_per_tenant);
   });
   return app;

@@ -5,6 +5,7 @@ import {
   submitAction,
   type TaskActionDeps,
 } from "../actions/tasks.ts";
+import { taskInScope } from "../usecases/mint-read-token.ts";
 import { IdParams } from "../wire/common.ts";
 import {
   CancelResult,
@@ -45,12 +46,19 @@ export function tasksRoutes(app: Api, deps: Omit<TaskActionDeps, "log">): void {
   app.get(
     "/v1/tasks/:id",
     {
-      schema: operation("A task with its steps and jobs", {
+      // A read token of this task (or of its user) reads it too, without the wait links.
+      config: { readToken: true },
+      schema: operation("A task with its steps and jobs (API key, or a read token that opens it)", {
         params: IdParams,
         response: { 200: TaskDetail },
       }),
     },
-    async (req) => getTaskAction(deps, req.tenant.id, req.params.id),
+    async (req) => {
+      const scope = req.readScope;
+      if (scope)
+        await taskInScope({ tasks: deps.store }, { tenantId: req.tenant.id, scope, taskId: req.params.id });
+      return getTaskAction(deps, req.tenant.id, req.params.id, scope === undefined);
+    },
   );
 
   app.get(

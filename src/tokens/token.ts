@@ -65,6 +65,9 @@ interface Payload {
 }
 
 const FIELDS: ReadonlySet<string> = new Set(["k", "tn", "t", "s", "a", "p", "e", "u"]);
+const READ_FIELDS: ReadonlySet<string> = new Set(["k", "tn", "p", "t", "ui", "e"]);
+/** Characters of an unpadded base64url HMAC-SHA256: a shorter MAC part was cut short. */
+const MAC_CHARS = 43;
 
 /** A token for `claims`, signed with the keyring's active key. */
 export function mintToken(keyring: Keyring, claims: Omit<TokenClaims, "keyId">): string {
@@ -78,7 +81,14 @@ export function mintToken(keyring: Keyring, claims: Omit<TokenClaims, "keyId">):
     e: Math.floor(claims.expiresAt / 1000),
   };
   if (claims.approver !== undefined) payload.u = claims.approver;
-  // The same rules as verification, so a minted token always passes the shape check.
+  return signPayload(keyring, payload);
+}
+
+/**
+ * @internal A token of `payload`, which names the keyring's active key. The same shape rules
+ * as verification, so a minted token always passes the shape check.
+ */
+export function signPayload(keyring: Keyring, payload: { k: string }): string {
   const problem = payloadProblem(payload);
   if (problem !== undefined) {
     throw new LonghaulError("VALIDATION_FAILED", `Cannot mint a token: ${problem}.`);
@@ -101,40 +111,86 @@ export function mintToken(keyring: Keyring, claims: Omit<TokenClaims, "keyId">):
 /**
  * The claims of `token` if it is well formed, signed by a key of `keyring`, and not expired
  * at `nowMs`. Fails with TOKEN_MALFORMED, TOKEN_KEY_UNKNOWN, TOKEN_INVALID or TOKEN_EXPIRED,
- * checked in that order; any input, however broken, fails with one of these.
+ * checked in that order; any input, however broken, fails with one of these. A read token
+ * (./read-token.ts), genuine as it may be, opens no wait: TOKEN_SCOPE.
  */
 export function verifyToken(keyring: Keyring, token: string, nowMs: number): TokenClaims {
-  const { payload, signed, mac } = parseToken(token);
+  const payload = verifySigned(keyring, token, nowMs, LINK);
+  if (payload.p === READ_PURPOSE) {
+    throw new LonghaulError(
+      "TOKEN_SCOPE",
+      "This is a read token: it reads a task and follows its events, and completes no callback or approval.",
+    );
+  }
+  return toClaims(payload as unknown as Payload);
+}
+
+/** How a failure names what it checked: a link handed out for a wait, or a read token. */
+export interface TokenWords {
+  thing: string;
+  again: string;
+}
+const LINK: TokenWords = { thing: "link", again: "Ask for a new link." };
+
+/** The purpose (`p`) of a read token; every other purpose is a capability link's. */
+export const READ_PURPOSE = "read";
+
+/**
+ * @internal The checks every kind of token shares: shape → key id known → MAC (constant
+ * time) → expiry. Returns the payload only once its MAC matched.
+ */
+export function verifySigned(
+  keyring: Keyring,
+  token: string,
+  nowMs: number,
+  words: TokenWords,
+): Record<string, unknown> & { k: string; e: number } {
+  const { payload, signed, mac } = parseToken(token, words);
 
   const expected = keyring.hmac(payload.k, signed);
   if (expected === undefined) {
     throw new LonghaulError(
       "TOKEN_KEY_UNKNOWN",
-      "This link was signed with a key this deployment no longer accepts. Ask for a new link.",
+      `This ${words.thing} was signed with a key this deployment no longer accepts. ${words.again}`,
     );
   }
+  // A MAC of another length, or a second spelling of one (./README.md, one token has one
+  // spelling), is a signature that does not match, however close to the right one it is.
   // Length first: timingSafeEqual throws on a mismatch, and the length of a MAC is no secret.
-  if (!(mac.length === expected.length && timingSafeEqual(mac, expected))) {
+  if (!(mac.canonical && mac.bytes.length === expected.length && timingSafeEqual(mac.bytes, expected))) {
     throw new LonghaulError(
       "TOKEN_INVALID",
-      "This link's signature does not match: it was altered, or it was not issued by this deployment. Use the link exactly as it was sent, or ask for a new one.",
+      `This ${words.thing}'s signature does not match: it was altered, or it was not issued by this deployment. Use the ${words.thing} exactly as it was sent, or ${words.again.charAt(0).toLowerCase()}${words.again.slice(1)}`,
     );
   }
 
-  const claims = toClaims(payload);
+  const expiresAt = payload.e * 1000;
   // Written so that a NaN clock counts as expired rather than as forever valid.
-  if (!(nowMs < claims.expiresAt)) {
+  if (!(nowMs < expiresAt)) {
     throw new LonghaulError(
       "TOKEN_EXPIRED",
-      `This link expired at ${new Date(claims.expiresAt).toISOString()}. Ask for a new link.`,
-      { details: { expiresAt: claims.expiresAt } },
+      `This ${words.thing} expired at ${new Date(expiresAt).toISOString()}. ${words.again}`,
+      { details: { expiresAt } },
     );
   }
-  return claims;
+  return payload;
 }
 
-/** The shape check: three parts, known version, canonical base64url, a payload of the right types. */
-function parseToken(token: unknown): { payload: Payload; signed: Buffer; mac: Buffer } {
+/**
+ * The shape check: three parts, known version, canonical base64url payload of the right
+ * types, and a MAC part of base64url characters, at least as long as a MAC. A shorter one
+ * was cut short (TOKEN_MALFORMED); a MAC part of the right length that is not the signature,
+ * even a second spelling of it, is for the MAC check to refuse (TOKEN_INVALID).
+ */
+function parseToken(
+  token: unknown,
+  words: TokenWords,
+): {
+  payload: Record<string, unknown> & { k: string; e: number };
+  signed: Buffer;
+  mac: { bytes: Buffer; canonical: boolean };
+} {
+  const malformed = (reason: string) => malformedToken(reason, words);
   if (typeof token !== "string" || token.length === 0) throw malformed("it is empty");
   if (token.length > MAX_TOKEN_LENGTH) throw malformed(`it is longer than ${MAX_TOKEN_LENGTH} characters`);
   const parts = token.split(".");
@@ -142,8 +198,8 @@ function parseToken(token: unknown): { payload: Payload; signed: Buffer; mac: Bu
   const [version, payloadText, macText] = parts as [string, string, string];
   if (version !== TOKEN_VERSION) throw malformed(`its version is not ${TOKEN_VERSION}`);
   const signed = decodeBase64url(payloadText);
-  const mac = decodeBase64url(macText);
-  if (signed === undefined || mac === undefined) throw malformed("a part is not base64url");
+  if (signed === undefined || !BASE64URL.test(macText)) throw malformed("a part is not base64url");
+  if (macText.length < MAC_CHARS) throw malformed("its signature part is shorter than a signature");
   let value: unknown;
   try {
     value = JSON.parse(utf8.decode(signed));
@@ -152,7 +208,12 @@ function parseToken(token: unknown): { payload: Payload; signed: Buffer; mac: Bu
   }
   const problem = payloadProblem(value);
   if (problem !== undefined) throw malformed(problem);
-  return { payload: value as Payload, signed, mac };
+  const bytes = Buffer.from(macText, "base64url");
+  return {
+    payload: value as Record<string, unknown> & { k: string; e: number },
+    signed,
+    mac: { bytes, canonical: bytes.toString("base64url") === macText },
+  };
 }
 
 /** Bytes of an unpadded base64url string in its one canonical spelling, else `undefined`. */
@@ -163,12 +224,16 @@ function decodeBase64url(text: string): Buffer | undefined {
   return bytes.toString("base64url") === text ? bytes : undefined;
 }
 
-/** What is wrong with a payload, in words fit for an error message; `undefined` if nothing. */
+/** What is wrong with a payload of either kind, in words fit for an error message; `undefined` if nothing. */
 function payloadProblem(value: unknown): string | undefined {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     return "the payload is not a JSON object";
   }
   const p = value as Record<string, unknown>;
+  return p.p === READ_PURPOSE ? readPayloadProblem(p) : capabilityPayloadProblem(p);
+}
+
+function capabilityPayloadProblem(p: Record<string, unknown>): string | undefined {
   for (const field of Object.keys(p)) {
     if (!FIELDS.has(field)) return "the payload has a field that is not part of the format";
   }
@@ -180,10 +245,30 @@ function payloadProblem(value: unknown): string | undefined {
   if (typeof p.p !== "string" || !PURPOSES.has(p.p)) {
     return 'the purpose (p) must be "callback", "approve", "reject" or "decide"';
   }
-  if (!Number.isSafeInteger(p.e) || (p.e as number) < 0 || (p.e as number) > MAX_EXPIRY_S) {
+  const expiry = expiryProblem(p.e);
+  if (expiry !== undefined) return expiry;
+  if (p.u !== undefined && !isText(p.u)) return `the approver (u) must be 1 to ${MAX_TEXT_LENGTH} characters`;
+  return undefined;
+}
+
+/** A read token's payload: `{"k","tn","p":"read","t" | "ui","e"}`, exactly one of task and user. */
+function readPayloadProblem(p: Record<string, unknown>): string | undefined {
+  for (const field of Object.keys(p)) {
+    if (!READ_FIELDS.has(field)) return "the payload has a field that is not part of the format";
+  }
+  if (!isText(p.k, MAX_KEY_ID_LENGTH)) return `the key id (k) must be 1 to ${MAX_KEY_ID_LENGTH} characters`;
+  if (!isText(p.tn)) return `the tenant id (tn) must be 1 to ${MAX_TEXT_LENGTH} characters`;
+  if ((p.t === undefined) === (p.ui === undefined)) return "a read token names a task (t) or a user (ui)";
+  if (p.t !== undefined && !isText(p.t)) return `the task id (t) must be 1 to ${MAX_TEXT_LENGTH} characters`;
+  if (p.ui !== undefined && !isText(p.ui))
+    return `the user id (ui) must be 1 to ${MAX_TEXT_LENGTH} characters`;
+  return expiryProblem(p.e);
+}
+
+function expiryProblem(e: unknown): string | undefined {
+  if (!Number.isSafeInteger(e) || (e as number) < 0 || (e as number) > MAX_EXPIRY_S) {
     return "the expiry (e) must be a whole number of seconds since the epoch";
   }
-  if (p.u !== undefined && !isText(p.u)) return `the approver (u) must be 1 to ${MAX_TEXT_LENGTH} characters`;
   return undefined;
 }
 
@@ -205,10 +290,10 @@ function toClaims(p: Payload): TokenClaims {
   return claims;
 }
 
-function malformed(reason: string): LonghaulError {
+function malformedToken(reason: string, words: TokenWords): LonghaulError {
   return new LonghaulError(
     "TOKEN_MALFORMED",
-    `This link does not hold a valid token (${reason}); it may have been cut short when it was copied. Use the complete link as it was sent, or ask for a new one.`,
+    `This ${words.thing} does not hold a valid token (${reason}); it may have been cut short when it was copied. Use the complete ${words.thing} as it was sent, or ${words.again.charAt(0).toLowerCase()}${words.again.slice(1)}`,
     { details: { reason } },
   );
 }

@@ -22,6 +22,7 @@ export {
 export { type DeliverWebhookResult, deliverWebhook } from "./deliver-webhook.ts";
 export { getTask } from "./get-task.ts";
 export { type ListTasksInput, listTasks } from "./list-tasks.ts";
+export { mintReadTokenFor, readTokenClaims, taskInScope } from "./mint-read-token.ts";
 export { type RecordWebhookResult, recordWebhook, sourceNamed } from "./record-webhook.ts";
 export { refuseWait } from "./refuse-wait.ts";
 export { DEFAULT_SECRET_OVERLAP_S, endpointNotFound, rotateWebhookSecret } from "./rotate-webhook-secret.ts";

@@ -16,6 +16,9 @@ export const TaskEvent = Type.Object({
 export const EventsQuery = Type.Object({
   task_id: Type.Optional(Text(255, "Only this task's events, from its first")),
   last_event_id: Type.Optional(Type.String({ description: "Resume after this event; Last-Event-ID wins" })),
+  token: Type.Optional(
+    Type.String({ description: "A read token (POST /v1/tokens), for clients that cannot set headers" }),
+  ),
 });
 
 /** `POST /v1/signals`. */

@@ -9,3 +9,4 @@ export * from "./stats.ts";
 export * from "./task-types.ts";
 export * from "./tasks.ts";
 export * from "./tenants.ts";
+export * from "./tokens.ts";
