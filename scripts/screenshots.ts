@@ -8,13 +8,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { pino } from "pino";
-import { chromium, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { createLonghaul } from "../src/app.ts";
 import { hashApiKey, newApiKey } from "../src/core/api-keys.ts";
 import { demoTaskTypes } from "../src/demo/index.ts";
 import { simProvider } from "../src/providers/sim/sim-provider.ts";
 import { startSimulator } from "../src/providers/sim/simulator.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
+import { openBrowser } from "../test/browser.ts";
 
 const OUT = fileURLToPath(new URL("../docs/", import.meta.url));
 const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -157,18 +158,7 @@ for (const id of echoes) {
 }
 
 const profile = mkdtempSync(join(tmpdir(), "longhaul-chromium-"));
-const browser = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
-  args: [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-  ],
+const browser = await openBrowser(profile, {
   viewport: { width: 1280, height: 800 },
 });
 const page = browser.pages()[0] ?? (await browser.newPage());

@@ -3,12 +3,12 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { type BrowserContext, chromium } from "playwright-core";
+import type { BrowserContext } from "playwright-core";
+import { CHROMIUM, openBrowser } from "./browser.ts";
 import { waitFor } from "./helpers.ts";
 import { type Stack, startStack } from "./stack.ts";
 
-// Debian's Chromium, launched as test/dashboard.test.ts launches it; no browser is downloaded.
-const CHROMIUM = "/usr/bin/chromium";
+// Debian's Chromium (test/browser.ts); no browser is downloaded.
 const BUILT = new URL("../web/dist/index.html", import.meta.url);
 const ADMIN_KEY = "admin-key-for-the-refusals-page-0123456789";
 
@@ -22,20 +22,7 @@ before(async () => {
   assert.ok(existsSync(BUILT), "web/dist is missing: run `npm run build:web`.");
   stack = await startStack({ dashboard: true, adminKey: ADMIN_KEY });
   profile = mkdtempSync(join(tmpdir(), "longhaul-chromium-"));
-  browser = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-    viewport: { width: 1280, height: 900 },
-  });
+  browser = await openBrowser(profile);
 });
 after(async () => {
   await browser?.close();

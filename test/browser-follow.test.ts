@@ -3,15 +3,15 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { type BrowserContext, chromium } from "playwright-core";
+import type { BrowserContext } from "playwright-core";
 import { defineTask } from "../src/core/task-type.ts";
+import { CHROMIUM, openBrowser } from "./browser.ts";
 import { writeRoutes } from "./route-table.ts";
 import { type Stack, startStack } from "./stack.ts";
 
 // examples/browser-follow, driven in Chromium: its backend mints a task's read token with the
 // tenant's key, and the page follows that task over SSE and WebSocket with the token alone.
 
-const CHROMIUM = "/usr/bin/chromium";
 const twoSteps = defineTask("browser.steps", async (_input: unknown, step) => {
   await step.run("a", () => 1);
   await step.run("b", () => 2);
@@ -34,19 +34,7 @@ before(async () => {
     input: {},
   });
   profile = mkdtempSync(join(tmpdir(), "longhaul-follow-"));
-  browser = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  browser = await openBrowser(profile);
 });
 
 after(async () => {

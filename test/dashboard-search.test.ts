@@ -3,13 +3,13 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { z } from "zod";
 import { task as defineTask } from "../src/core/task-type.ts";
+import { CHROMIUM, openBrowser } from "./browser.ts";
 import { waitFor } from "./helpers.ts";
 import { type Stack, startStack } from "./stack.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
 const BUILT = new URL("../web/dist/index.html", import.meta.url);
 
 /** A type with a schema whose defaults prefill the form, and an output long enough to fold. */
@@ -61,18 +61,7 @@ describe("the dashboard's forms and search in a browser", {
     assert.ok(existsSync(BUILT), "web/dist is missing: run `npm run build:web`.");
     stack = await startStack({ dashboard: true, taskTypes: [greet] });
     profile = mkdtempSync(join(tmpdir(), "longhaul-chromium-"));
-    browser = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
+    browser = await openBrowser(profile, {
       viewport: { width: 1280, height: 900 },
       // Not the server's zone, so a time shown in UTC by mistake would differ.
       timezoneId: "America/New_York",

@@ -3,31 +3,12 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
+import { CHROMIUM, openBrowser } from "./browser.ts";
 import { waitFor } from "./helpers.ts";
 import { type Stack, startStack } from "./stack.ts";
 
-// Debian's Chromium (`apt-get install chromium`); .ci/run installs it. No browser is downloaded.
-const CHROMIUM = "/usr/bin/chromium";
 const BUILT = new URL("../web/dist/index.html", import.meta.url);
-
-/** Chromium on a fresh profile, headless, with nothing reaching out to the network. */
-async function openBrowser(profile: string): Promise<BrowserContext> {
-  return chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-    viewport: { width: 1280, height: 900 },
-  });
-}
 
 const ended = new Set(["succeeded", "failed", "canceled", "timed_out"]);
 
