@@ -126,6 +126,39 @@ describe("files over HTTP", () => {
     assert.equal(created.filename, null);
   });
 
+  test("a multipart upload stores the part named file, with its own type and filename", async () => {
+    const bytes = Buffer.alloc(200_000, 9);
+    bytes.write("multipart", 0);
+    const form = new FormData();
+    form.append("note", "a field before the file");
+    form.append("file", new Blob([bytes], { type: "image/png" }), "shot.png");
+    const res = await fetch(`${s.url}/v1/files`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${s.key}` },
+      body: form,
+    });
+    const created = await res.json();
+    assert.equal(res.status, 201, JSON.stringify(created));
+    assert.equal(created.filename, "shot.png");
+    assert.equal(created.content_type, "image/png");
+    assert.equal(created.size, bytes.length);
+    assert.equal(created.sha256, sha256(bytes));
+    const back = Buffer.from(await (await authed(`/v1/files/${created.file_id}/content`)).arrayBuffer());
+    assert.equal(sha256(back), sha256(bytes));
+  });
+
+  test("a multipart upload without a part named file is 400 VALIDATION_FAILED", async () => {
+    const form = new FormData();
+    form.append("attachment", new Blob([Buffer.from("x")]), "x.txt");
+    const res = await fetch(`${s.url}/v1/files`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${s.key}` },
+      body: form,
+    });
+    assert.equal(res.status, 400);
+    assert.equal((await res.json()).error.code, "VALIDATION_FAILED");
+  });
+
   test("a Range request answers 206 with exactly those bytes; a suffix range the last bytes; one outside 416", async () => {
     const body = Buffer.alloc(10_000);
     for (let i = 0; i < body.length; i++) body[i] = (i * 7) & 0xff;
@@ -266,6 +299,38 @@ describe("files: refused and cut-off uploads keep nothing", () => {
       req.write(Buffer.alloc(600, 1));
       req.write(Buffer.alloc(600, 2));
       req.end();
+    });
+    assert.equal(status, 413, body);
+    assert.equal(JSON.parse(body).error.code, "FILE_TOO_LARGE");
+    await nothingKept();
+  });
+
+  test("a multipart upload whose file passes the limit is 413 FILE_TOO_LARGE and keeps nothing", async () => {
+    const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const boundary = "longhaul-test-boundary";
+      const req = request(
+        `${s.url}/v1/files`,
+        {
+          method: "POST",
+          headers: {
+            authorization: `Bearer ${s.key}`,
+            "content-type": `multipart/form-data; boundary=${boundary}`,
+          },
+        },
+        (res) => {
+          let text = "";
+          res.on("data", (c) => {
+            text += c;
+          });
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
+        },
+      );
+      req.on("error", reject);
+      req.write(
+        `--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="big.bin"\r\ncontent-type: application/octet-stream\r\n\r\n`,
+      );
+      req.write(Buffer.alloc(1500, 4));
+      req.end(`\r\n--${boundary}--\r\n`);
     });
     assert.equal(status, 413, body);
     assert.equal(JSON.parse(body).error.code, "FILE_TOO_LARGE");

@@ -1,4 +1,5 @@
 import type { Readable } from "node:stream";
+import fastifyMultipart from "@fastify/multipart";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { BlobStore, ByteRange } from "../blobs/blob-store.ts";
 import type { Clock } from "../core/clock.ts";
@@ -8,7 +9,7 @@ import type { FileStore } from "../store/store.ts";
 import { deleteFile } from "../usecases/delete-file.ts";
 import { getFile, readFileContent } from "../usecases/get-file.ts";
 import { listFiles } from "../usecases/list-files.ts";
-import { uploadFile } from "../usecases/upload-file.ts";
+import { type UploadFileInput, uploadFile } from "../usecases/upload-file.ts";
 import { IdParams, NoContent } from "../wire/common.ts";
 import { FileListQuery, FileObject, FilePage, FileUploadQuery } from "../wire/files.ts";
 import type { Api } from "./api.ts";
@@ -45,6 +46,12 @@ export function filesRoutes(app: Api, d: FilesRoutesDeps): void {
     // not parsed, and no body limit but `limits.file_max_bytes` applies.
     files.removeAllContentTypeParsers();
     files.addContentTypeParser("*", (_req, _payload, done) => done(null, undefined));
+    // multipart/form-data: the part named `file`, streamed like a raw body. One byte past the
+    // cap is let through so the blob store, not the parser, refuses it (`FILE_TOO_LARGE`).
+    const cap = fileSizeCap(d.fileMaxBytes);
+    await files.register(fastifyMultipart, {
+      limits: { files: 1, fields: 20, ...(cap === undefined ? {} : { fileSize: cap + 1 }) },
+    });
 
     files.post(
       "/v1/files",
@@ -56,7 +63,6 @@ export function filesRoutes(app: Api, d: FilesRoutesDeps): void {
         ),
       },
       async (req, reply) => {
-        const cap = fileSizeCap(d.fileMaxBytes);
         const declared = Number(req.headers["content-length"]);
         if (cap !== undefined && Number.isFinite(declared) && declared > cap) {
           // Refused before a byte is read; the connection closes rather than drain the body.
@@ -67,14 +73,36 @@ export function filesRoutes(app: Api, d: FilesRoutesDeps): void {
             { details: { limit_bytes: cap } },
           );
         }
-        const r = await uploadFile(deps, {
-          tenantId: req.tenant.id,
+        let upload: Pick<UploadFileInput, "body" | "contentType" | "filename">;
+        if (req.isMultipart()) {
+          const part = await req.file().catch((err: unknown) => {
+            throw new LonghaulError(
+              "BAD_REQUEST",
+              `The multipart body could not be read: ${(err as Error).message}`,
+              {
+                cause: err,
+              },
+            );
+          });
+          if (part?.fieldname !== "file") {
+            throw new LonghaulError("VALIDATION_FAILED", "Send the file in a multipart field named `file`.", {
+              param: "body",
+            });
+          }
+          upload = {
+            body: part.file,
+            contentType: part.mimetype,
+            filename: req.query.filename ?? part.filename,
+          };
+        } else {
           // Not destroyed when the upload is refused midway: the answer still reaches the client.
-          body: req.raw.iterator({ destroyOnReturn: false }),
-          contentType: req.headers["content-type"],
-          filename: req.query.filename,
-          maxBytes: d.fileMaxBytes,
-        });
+          upload = {
+            body: req.raw.iterator({ destroyOnReturn: false }),
+            contentType: req.headers["content-type"],
+            filename: req.query.filename,
+          };
+        }
+        const r = await uploadFile(deps, { tenantId: req.tenant.id, ...upload, maxBytes: d.fileMaxBytes });
         return reply.status(r.created ? 201 : 200).send(toWire(r.file));
       },
     );
