@@ -224,6 +224,14 @@ describe("files over HTTP", () => {
     assert.equal((await authed(`/v1/files/${file_id}`, { method: "DELETE" })).status, 404);
   });
 
+  test("/openapi.json documents the upload's body as bytes of any type or a multipart form", async () => {
+    const doc = await (await fetch(`${s.url}/openapi.json`)).json();
+    const body = doc.paths["/v1/files"].post.requestBody;
+    assert.deepEqual(Object.keys(body.content).sort(), ["*/*", "multipart/form-data"]);
+    assert.equal(body.content["*/*"].schema.format, "binary");
+    assert.equal(doc.paths["/v1/files/{id}/content"].get.operationId, "getFileContent");
+  });
+
   test("GET /v1/files pages newest first with limit and cursor", async () => {
     const made: string[] = [];
     for (let i = 0; i < 5; i++) {

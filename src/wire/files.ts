@@ -16,6 +16,17 @@ export const FileUploadQuery = Type.Object({
   filename: Type.Optional(Type.String({ maxLength: 255, description: "The file's name, kept as metadata" })),
 });
 
+/**
+ * `POST /v1/files` as a multipart form: the part named `file` holds the bytes. Documented only:
+ * the upload's body is read as a stream by the route, never validated as a whole.
+ */
+export const FileUploadForm = Type.Object({
+  file: Type.String({
+    format: "binary",
+    description: "The file's bytes; the part's type and filename are kept",
+  }),
+});
+
 export const FileListQuery = Type.Object({
   limit: Type.Optional(Limit),
   cursor: Type.Optional(Type.String()),
