@@ -1,5 +1,8 @@
+import { dirname, join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { type Logger, pino } from "pino";
+import type { BlobStore } from "./blobs/blob-store.ts";
+import { FsBlobStore } from "./blobs/fs-blob-store.ts";
 import { type Clock, systemClock } from "./core/clock.ts";
 import { LonghaulError } from "./core/errors.ts";
 import type { IdGenerator } from "./core/ids.ts";
@@ -25,7 +28,7 @@ import { type OutboundConfig, outboundSettings } from "./outbound/settings.ts";
 import type { Provider } from "./providers/provider.ts";
 import { SEALED_META_KEYS } from "./secrets/sealed-meta-keys.ts";
 import { secretBoxFrom } from "./secrets/secret-box.ts";
-import { openStore } from "./store/open-store.ts";
+import { openStore, sqlitePathOf } from "./store/open-store.ts";
 import type { Store } from "./store/store.ts";
 import { CapabilityUrls } from "./tokens/capability-urls.ts";
 import { type Keyring, keyringFromConfig, TOKEN_KEYS_META_KEY, type TokenKey } from "./tokens/keyring.ts";
@@ -34,6 +37,13 @@ export interface LonghaulOptions {
   /** `sqlite:path` or `postgres://…`; ignored when `store` is given. Default `sqlite:.longhaul/longhaul.db`. */
   databaseUrl?: string;
   store?: Store;
+  /**
+   * Where uploaded files' bytes live (`src/blobs`): a directory (`FsBlobStore`) or an
+   * S3-compatible bucket (`openS3BlobStore`). Default a directory: `blobDir`, else `blobs`
+   * beside a SQLite database file, else `.longhaul/blobs`.
+   */
+  blobs?: BlobStore;
+  blobDir?: string;
   taskTypes?: TaskType[];
   /** The same as `taskTypes` (both may be given; a name registered twice is CONFIG_INVALID). */
   tasks?: TaskType[];
@@ -130,6 +140,8 @@ export {
 /** A longhaul in this process: its parts, the embedded calls (`EmbeddedCalls`), and its lifecycle. */
 export interface Longhaul extends EmbeddedCalls {
   store: Store;
+  /** Where uploaded files' bytes live; `blobs.sweep(ms)` removes what crashed uploads left. */
+  blobs: BlobStore;
   server: FastifyInstance;
   worker: Worker | null;
   log: Logger;
@@ -186,6 +198,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
       { clock, ...(opts.ids ? { ids: opts.ids } : {}), syncInPlace: role === "worker" },
     ));
   await store.migrate();
+  const blobs = opts.blobs ?? new FsBlobStore({ root: opts.blobDir ?? defaultBlobDir(opts), clock });
   // Plain secrets are sealed and old-format ones bound to their place, each under the key it
   // is under: a start never moves a value to another key, which nodes still starting may not
   // know yet (`longhaul secrets reseal` does, once every node writes with it). A value under
@@ -287,6 +300,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     outbound,
     realtime: opts.realtime,
     limits,
+    blobs,
     dashboard: opts.dashboard,
     timeouts: opts.httpTimeouts,
     metricsPublic: opts.metrics?.public === true,
@@ -310,6 +324,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
 
   return {
     store,
+    blobs,
     server,
     worker,
     fetch,
@@ -347,4 +362,13 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
       await store.close();
     },
   };
+}
+
+/** `blobs` beside the SQLite file the options name, else `.longhaul/blobs` (the data directory). */
+function defaultBlobDir(opts: LonghaulOptions): string {
+  const url = opts.store
+    ? null
+    : (opts.databaseUrl ?? process.env.LONGHAUL_DATABASE_URL ?? "sqlite:.longhaul/longhaul.db");
+  const file = url === null ? null : sqlitePathOf(url);
+  return file === null || file === ":memory:" ? join(".longhaul", "blobs") : join(dirname(file), "blobs");
 }

@@ -1,6 +1,15 @@
 // `import { createLonghaul, PostgresStore } from "longhaul/server"`: what a deployment assembles
 // (ARCHITECTURE §5): the engine with its HTTP API, and the stores.
 export { createLonghaul, createLonghaul as longhaul, type Longhaul, type LonghaulOptions } from "./app.ts";
+export {
+  type BlobInfo,
+  type BlobStore,
+  type ByteRange,
+  FsBlobStore,
+  type FsBlobStoreOptions,
+  openS3BlobStore,
+  type S3BlobStoreOptions,
+} from "./blobs/index.ts";
 export type { IdGenerator } from "./core/ids.ts";
 export { errorStatus, httpStatusOf } from "./http/error-status.ts";
 export {

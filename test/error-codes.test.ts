@@ -17,7 +17,7 @@ const SRC = join(ROOT, "src");
 /**
  * Strings shaped like codes that are other systems' names, read but never written by
  * longhaul: Node's (errno and DNS), Fastify's and SQLite's error codes, an environment
- * variable's name.
+ * variable's name, the S3 client's checksum setting.
  */
 const FOREIGN = new Set([
   "EAI_AGAIN",
@@ -25,6 +25,7 @@ const FOREIGN = new Set([
   "FST_ERR_VALIDATION",
   "SQLITE_FULL",
   "MODULE_NOT_FOUND",
+  "WHEN_REQUIRED",
 ]);
 /** Environment variables' names: `LONGHAUL_…`. */
 const ENV_NAME = /^LONGHAUL_[A-Z0-9_]+$/;

@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { createLonghaul, type Longhaul, type LonghaulOptions } from "../src/app.ts";
+import { FsBlobStore } from "../src/blobs/fs-blob-store.ts";
 import { hashApiKey, newApiKey } from "../src/core/api-keys.ts";
 import type { Clock } from "../src/core/clock.ts";
 import type { TaskType } from "../src/core/task-type.ts";
@@ -58,6 +59,8 @@ export async function startStack(
     metrics?: LonghaulOptions["metrics"];
     /** More sources, or other configurations of the ones made for each provider. */
     sources?: LonghaulOptions["sources"];
+    /** Where files' bytes live; default a directory in the stack's temporary directory. */
+    blobs?: LonghaulOptions["blobs"];
   } = {},
 ): Promise<Stack> {
   const tmp = tempDir();
@@ -101,6 +104,7 @@ export async function startStack(
     ...(opts.realtime ? { realtime: opts.realtime } : {}),
     ...(opts.httpTimeouts ? { httpTimeouts: opts.httpTimeouts } : {}),
     ...(opts.limits ? { limits: opts.limits } : {}),
+    blobs: opts.blobs ?? new FsBlobStore({ root: join(tmp.dir, "blobs") }),
   });
   const url = await app.listen({ port: 0 });
   const api: Stack["api"] = async (path, init = {}) => {

@@ -1495,5 +1495,47 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
       );
       await store.close();
     });
+
+    test("files: a row per upload, one per (tenant, sha256), read and deleted only by its tenant, paged newest first", async () => {
+      const { clock, store, tenant, other } = await setup();
+      const file = (sha256: string, tenantId = tenant.id) => ({
+        tenantId,
+        filename: `${sha256}.txt`,
+        contentType: "text/plain",
+        size: 3,
+        sha256,
+        blobKey: `files/${tenantId}/${sha256}`,
+        createdAt: clock.now(),
+      });
+      const a = await store.createFile(file("aa"));
+      assert.equal(a.created, true);
+      assert.match(a.file.id, /^file_/);
+      assert.deepEqual(await store.getFile(tenant.id, a.file.id), a.file);
+      const again = await store.createFile({ ...file("aa"), filename: "other.txt", blobKey: "files/x/y" });
+      assert.deepEqual(again, { file: a.file, created: false }, "the same bytes answer the first file");
+      const theirs = await store.createFile(file("aa", other.id));
+      assert.equal(theirs.created, true, "another tenant's same bytes are its own file");
+      assert.equal(await store.getFile(other.id, a.file.id), null);
+      assert.equal(await store.deleteFile(other.id, a.file.id), null);
+      const ids = [a.file.id];
+      for (const sha of ["bb", "cc", "dd"]) ids.unshift((await store.createFile(file(sha))).file.id);
+      const first = await store.listFiles(tenant.id, { limit: 3 });
+      assert.deepEqual(
+        first.files.map((f) => f.id),
+        ids.slice(0, 3),
+      );
+      assert.ok(first.nextCursor);
+      const second = await store.listFiles(tenant.id, { limit: 3, cursor: first.nextCursor });
+      assert.deepEqual(
+        second.files.map((f) => f.id),
+        ids.slice(3),
+      );
+      assert.equal(second.nextCursor, null);
+      assert.deepEqual(await store.deleteFile(tenant.id, a.file.id), a.file);
+      assert.equal(await store.getFile(tenant.id, a.file.id), null);
+      assert.equal(await store.deleteFile(tenant.id, a.file.id), null);
+      assert.equal((await store.getFile(other.id, theirs.file.id))?.sha256, "aa");
+      await store.close();
+    });
   });
 }

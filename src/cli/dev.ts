@@ -98,6 +98,8 @@ export async function dev(o: DevOptions): Promise<void> {
   const taskTypes = taskTypesOf(dataDir, config);
   const app = await createLonghaul({
     store,
+    // Uploaded files' bytes, beside the database in the data directory.
+    blobDir: join(dataDir, "blobs"),
     logger: log,
     taskTypes,
     providers: [simProvider({ baseUrl: sim.url }), ...providersFromConfig(config.providers ?? {})],

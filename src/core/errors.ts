@@ -73,6 +73,12 @@ export const errorCodes = [
   "ENDPOINT_GONE",
   "REDIRECT_REFUSED",
   "HTTP_STATUS",
+  "BLOB_KEY_INVALID",
+  "BLOB_NOT_FOUND",
+  "BLOB_STORE_UNAVAILABLE",
+  "RANGE_NOT_SATISFIABLE",
+  "FILE_TOO_LARGE",
+  "FILE_NOT_FOUND",
 ] as const;
 
 export type ErrorCode = (typeof errorCodes)[number];

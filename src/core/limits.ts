@@ -32,6 +32,8 @@ export interface LimitsConfig {
   signal_retention_s?: number;
   /** How long a task type's schema may take to check a submitted input. Default 5 s. */
   schema_timeout_s?: number;
+  /** The largest file `POST /v1/files` accepts, in bytes. Default 1 GiB; 0 lifts the cap. */
+  file_max_bytes?: number;
 }
 
 /** The limits in force: every key given a value, the deprecated `api_per_min` only when it was set. */
@@ -48,6 +50,7 @@ export const DEFAULT_LIMITS: Limits = {
   webhook_endpoints_per_tenant: 20,
   signal_retention_s: 7 * 86_400,
   schema_timeout_s: 5,
+  file_max_bytes: 1024 ** 3,
 };
 
 /**

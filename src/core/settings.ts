@@ -54,6 +54,7 @@ export const LIMIT_MAX: Record<
   approvals_per_min: 10_000_000,
   sse_streams_per_tenant: 100_000,
   webhook_endpoints_per_tenant: 10_000,
+  file_max_bytes: 2 ** 40,
 };
 
 /** The shortest admin key: a guessable one would open every tenant. */

@@ -84,6 +84,16 @@ export const errorStatus: Readonly<Record<ErrorCode, number>> = {
   REDIRECT_REFUSED: 502,
   /** A delivery's error: the endpoint answered another non-2xx status; retried. */
   HTTP_STATUS: 502,
+  /** A blob key outside the charset, with `..`, an empty or dot-led segment, or too long. */
+  BLOB_KEY_INVALID: 400,
+  BLOB_NOT_FOUND: 404,
+  /** The blob store (a directory or an S3-compatible bucket) could not be reached; nothing changed. */
+  BLOB_STORE_UNAVAILABLE: 503,
+  /** A byte range outside the blob or file. */
+  RANGE_NOT_SATISFIABLE: 416,
+  /** An upload over `limits.file_max_bytes`; nothing was kept. */
+  FILE_TOO_LARGE: 413,
+  FILE_NOT_FOUND: 404,
 };
 
 /** The HTTP status of an error: its code's, or 500 for anything that is not a LonghaulError. */

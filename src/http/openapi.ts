@@ -48,6 +48,37 @@ export function nameOperations<T extends Doc>(doc: T): T {
   return doc;
 }
 
+/**
+ * Request bodies the server reads as streams, not through a schema (an upload's bytes), as the
+ * document describes them, by `METHOD path`.
+ */
+const streamedBodies: Readonly<Record<string, object>> = {
+  "POST /v1/files": {
+    required: true,
+    content: {
+      "multipart/form-data": { schema: wire.FileUploadForm },
+      "*/*": {
+        schema: {
+          type: "string",
+          format: "binary",
+          description: "The file's bytes, with their Content-Type",
+        },
+      },
+    },
+  },
+};
+
+/** Writes the streamed request bodies (`streamedBodies`) into the document. */
+export function streamedRequestBodies<T extends Doc>(doc: T): T {
+  for (const [path, ops] of Object.entries(doc.paths ?? {}) as [string, Record<string, object>][]) {
+    for (const [method, op] of Object.entries(ops)) {
+      const body = streamedBodies[`${method.toUpperCase()} ${path}`];
+      if (body) Object.assign(op, { requestBody: body });
+    }
+  }
+  return doc;
+}
+
 /** The wire schemas worth a name of their own: every exported object schema of src/wire. */
 function wireComponents(): Map<string, string> {
   const byJson = new Map<string, string>();
@@ -165,7 +196,7 @@ export function openapiDocs(): { collect: FastifyPluginCallback; document(): Pro
       openapi: openapiDocument,
       transformObject: (d) =>
         "openapiObject" in d
-          ? shareComponents(nameOperations(optionalBodies(d.openapiObject)))
+          ? shareComponents(nameOperations(streamedRequestBodies(optionalBodies(d.openapiObject))))
           : d.swaggerObject,
     });
     for (const r of routes) {

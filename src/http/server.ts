@@ -4,6 +4,7 @@ import fastifyWebsocket from "@fastify/websocket";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from "fastify";
 import type { Logger } from "pino";
 import { Type } from "typebox";
+import type { BlobStore } from "../blobs/blob-store.ts";
 import type { Clock } from "../core/clock.ts";
 import { LonghaulError } from "../core/errors.ts";
 import { readJson } from "../core/json-input.ts";
@@ -27,6 +28,7 @@ import { type DashboardOptions, dashboardRoutes } from "./dashboard-routes.ts";
 import { frameworkErrors, installErrorHandling, schemaErrorFormatter } from "./error-handler.ts";
 import { EventStreams, type EventStreamsOptions } from "./event-streams.ts";
 import { eventsRoutes } from "./events-routes.ts";
+import { filesRoutes } from "./files-routes.ts";
 import { hookIngress } from "./hook-ingress.ts";
 import { hooksRoutes } from "./hooks-routes.ts";
 import { REDACTED, redactPaths, safeSerializers } from "./log-redaction.ts";
@@ -63,6 +65,8 @@ export interface ServerDeps {
   metrics?: Metrics | undefined;
   /** Rate limits and per-tenant caps; default `DEFAULT_LIMITS`. */
   limits?: Limits | undefined;
+  /** Where uploaded files' bytes live; without it the `/v1/files` routes are not served. */
+  blobs?: BlobStore | undefined;
   /** `/metrics` on this server without the admin key (the `metrics.public` setting). */
   metricsPublic?: boolean | undefined;
   /**
@@ -305,6 +309,13 @@ export function buildServer(d: ServerDeps): FastifyInstance {
     eventsRoutes(api, d.store, streams);
     tokensRoutes(api, { store: d.store, keyring: d.keyring, clock: d.clock });
     webhookEndpointsRoutes(api, d.store, d.outbound, limits.webhook_endpoints_per_tenant);
+    if (d.blobs)
+      filesRoutes(api, {
+        store: d.store,
+        blobs: d.blobs,
+        clock: d.clock,
+        fileMaxBytes: limits.file_max_bytes,
+      });
   });
   return app;
 }

@@ -1,5 +1,6 @@
 import type { DeliveryAttemptResult, DeliveryState } from "../core/delivery.ts";
 import type { ErrorInfo } from "../core/errors.ts";
+import type { FileRow, NewFile } from "../core/file.ts";
 import type { JobRow, JobStatus } from "../core/job.ts";
 import type { ProviderEvent } from "../core/provider-event.ts";
 import type { Quotas, TenantRow } from "../core/quota.ts";
@@ -20,6 +21,7 @@ import type { MigrationStatus } from "./migrations.ts";
 
 // The domain's rows and results are defined in core (ARCHITECTURE §5); the store persists them.
 export type { DeliveryAttemptResult, DeliveryState } from "../core/delivery.ts";
+export type { FileRow, NewFile } from "../core/file.ts";
 export type { JobRow } from "../core/job.ts";
 export type { TenantRow } from "../core/quota.ts";
 export type { AdvanceResult } from "../core/replay.ts";
@@ -377,7 +379,25 @@ export interface Store
     OutboundStore,
     WebhookRefusalStore,
     MetaStore,
-    StatsStore {}
+    StatsStore,
+    FileStore {}
+
+/**
+ * Uploaded files' rows (`core/file.ts`); their bytes are the blob store's. Every read and
+ * delete names the tenant: another tenant's id reads as none.
+ */
+export interface FileStore {
+  /** Inserts the file, or answers the tenant's file with the same SHA-256 (`created: false`). */
+  createFile(f: NewFile): Promise<{ file: FileRow; created: boolean }>;
+  getFile(tenantId: string, id: string): Promise<FileRow | null>;
+  /** The tenant's files, newest first. */
+  listFiles(
+    tenantId: string,
+    q: { limit: number; cursor?: string | undefined },
+  ): Promise<{ files: FileRow[]; nextCursor: string | null }>;
+  /** Deletes the row and answers it, or null when the tenant has no such file. */
+  deleteFile(tenantId: string, id: string): Promise<FileRow | null>;
+}
 
 /** Reads for a tenant's task throughput and latency (`core/task-stats.ts`). */
 export interface StatsStore {

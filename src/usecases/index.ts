@@ -19,8 +19,11 @@ export {
   decideApproval,
   decisionOf,
 } from "./decide-approval.ts";
+export { deleteFile } from "./delete-file.ts";
 export { type DeliverWebhookResult, deliverWebhook } from "./deliver-webhook.ts";
+export { getFile, readFileContent } from "./get-file.ts";
 export { getTask } from "./get-task.ts";
+export { listFiles } from "./list-files.ts";
 export { type ListTasksInput, listTasks } from "./list-tasks.ts";
 export { mintReadTokenFor, readTokenClaims, taskInScope } from "./mint-read-token.ts";
 export { type RecordWebhookResult, recordWebhook, sourceNamed } from "./record-webhook.ts";
@@ -29,3 +32,4 @@ export { DEFAULT_SECRET_OVERLAP_S, endpointNotFound, rotateWebhookSecret } from 
 export { type SendSignalInput, sendSignal } from "./send-signal.ts";
 export { type SubmitTaskInput, submitTask, type TaskTypeLookup } from "./submit-task.ts";
 export { updateTenant } from "./update-tenant.ts";
+export { type UploadFileInput, uploadFile } from "./upload-file.ts";

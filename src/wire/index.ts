@@ -4,6 +4,7 @@
 export * from "./approvals.ts";
 export * from "./common.ts";
 export * from "./events.ts";
+export * from "./files.ts";
 export * from "./outbound.ts";
 export * from "./stats.ts";
 export * from "./task-types.ts";

@@ -7,6 +7,7 @@ import type { WaitRequest } from "../../core/wait.ts";
 import type { MigrationStatus } from "../migrations.ts";
 import * as advance from "../ops/advance-ops.ts";
 import * as eventLog from "../ops/event-log-ops.ts";
+import * as files from "../ops/file-ops.ts";
 import * as inbox from "../ops/inbox-ops.ts";
 import * as jobs from "../ops/job-ops.ts";
 import * as meta from "../ops/meta-ops.ts";
@@ -26,6 +27,7 @@ import type {
   InboxEventRow,
   InboxStatus,
   Lease,
+  NewFile,
   NewInboxEvent,
   NewTask,
   NewWebhookEndpoint,
@@ -312,5 +314,19 @@ export abstract class SqlStore implements Store {
   }
   pruneWebhookRefusals(before: number) {
     return this.run.write((tx) => refusals.pruneWebhookRefusals(tx, before));
+  }
+
+  // ── files ──
+  createFile(f: NewFile) {
+    return this.run.write((tx) => files.createFile(tx, f));
+  }
+  getFile(tenantId: string, id: string) {
+    return this.run.read((tx) => files.getFile(tx, tenantId, id));
+  }
+  listFiles(tenantId: string, q: { limit: number; cursor?: string | undefined }) {
+    return this.run.read((tx) => files.listFiles(tx, tenantId, q));
+  }
+  deleteFile(tenantId: string, id: string) {
+    return this.run.write((tx) => files.deleteFile(tx, tenantId, id));
   }
 }

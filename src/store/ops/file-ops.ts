@@ -1,0 +1,82 @@
+import type { FileRow, NewFile } from "../../core/file.ts";
+import { FILE_ID_PREFIX } from "../../core/file.ts";
+import { pageById } from "../sql/page.ts";
+import type { Tx } from "../sql/tx.ts";
+
+/*
+ * Files' rows, written once for both dialects (src/core/file.ts). The bytes are the blob
+ * store's; these operations never touch them. No locks beyond the unique index on
+ * (tenant_id, sha256), no task events, no work.
+ */
+
+interface FileDbRow {
+  id: string;
+  tenant_id: string;
+  filename: string | null;
+  content_type: string;
+  size: number;
+  sha256: string;
+  blob_key: string;
+  created_at: number;
+}
+
+const toFile = (r: FileDbRow): FileRow => ({
+  id: r.id,
+  tenantId: r.tenant_id,
+  filename: r.filename,
+  contentType: r.content_type,
+  size: Number(r.size),
+  sha256: r.sha256,
+  blobKey: r.blob_key,
+  createdAt: Number(r.created_at),
+});
+
+/**
+ * Records an uploaded file. When the tenant already has a file with the same SHA-256 (the
+ * unique index), nothing is inserted and that file is answered with `created: false`: the
+ * caller then removes the new bytes. Races between two uploads of the same bytes are settled
+ * by the index: one inserts, the other reads it.
+ */
+export async function createFile(tx: Tx, f: NewFile): Promise<{ file: FileRow; created: boolean }> {
+  const id = tx.ids.next(FILE_ID_PREFIX);
+  const inserted = await tx.run(
+    `INSERT INTO files (id, tenant_id, filename, content_type, size, sha256, blob_key, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (tenant_id, sha256) DO NOTHING`,
+    [id, f.tenantId, f.filename, f.contentType, f.size, f.sha256, f.blobKey, f.createdAt],
+  );
+  if (inserted === 1) return { file: { id, ...f }, created: true };
+  const existing = await tx.get<FileDbRow>("SELECT * FROM files WHERE tenant_id = ? AND sha256 = ?", [
+    f.tenantId,
+    f.sha256,
+  ]);
+  if (!existing) throw new Error("a file conflicted on (tenant_id, sha256) but none was found");
+  return { file: toFile(existing), created: false };
+}
+
+/** One of the tenant's files, or null: another tenant's id reads as none. */
+export async function getFile(tx: Tx, tenantId: string, id: string): Promise<FileRow | null> {
+  const row = await tx.get<FileDbRow>("SELECT * FROM files WHERE tenant_id = ? AND id = ?", [tenantId, id]);
+  return row ? toFile(row) : null;
+}
+
+/** A page of the tenant's files, newest first. */
+export async function listFiles(
+  tx: Tx,
+  tenantId: string,
+  q: { limit: number; cursor?: string | undefined },
+): Promise<{ files: FileRow[]; nextCursor: string | null }> {
+  const page = await pageById<FileDbRow>(tx, "files", { tenant_id: tenantId }, q);
+  return { files: page.rows.map(toFile), nextCursor: page.nextCursor };
+}
+
+/** Deletes one of the tenant's files' row and answers it (the caller then removes its bytes), or null. */
+export async function deleteFile(tx: Tx, tenantId: string, id: string): Promise<FileRow | null> {
+  const row = await tx.get<FileDbRow>(`SELECT * FROM files WHERE tenant_id = ? AND id = ?${tx.d.forUpdate}`, [
+    tenantId,
+    id,
+  ]);
+  if (!row) return null;
+  await tx.run("DELETE FROM files WHERE id = ?", [id]);
+  return toFile(row);
+}
