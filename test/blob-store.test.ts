@@ -10,7 +10,7 @@ import { FsBlobStore } from "../src/blobs/fs-blob-store.ts";
 import { openS3BlobStore } from "../src/blobs/index.ts";
 import { ManualClock } from "../src/core/clock.ts";
 import { LonghaulError } from "../src/core/errors.ts";
-import { tempDir } from "./helpers.ts";
+import { blobTempsUnder, tempDir } from "./helpers.ts";
 import { startS3StandIn } from "./s3-stand-in.ts";
 
 // One contract for every BlobStore (src/blobs/README.md): blobs appear whole or not at all,
@@ -64,24 +64,6 @@ interface Subject {
   cleanup(): Promise<void>;
 }
 
-function tempsUnder(root: string): string[] {
-  const out: string[] = [];
-  const walk = (dir: string) => {
-    let entries: import("node:fs").Dirent[];
-    try {
-      entries = readdirSync(dir, { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const e of entries) {
-      if (e.isDirectory()) walk(join(dir, e.name));
-      else if (e.name.startsWith(".tmp-")) out.push(join(dir, e.name));
-    }
-  };
-  walk(root);
-  return out;
-}
-
 const subjects: Record<string, () => Promise<Subject>> = {
   fs: async () => {
     const tmp = tempDir("longhaul-blobs-");
@@ -91,7 +73,7 @@ const subjects: Record<string, () => Promise<Subject>> = {
       store: new FsBlobStore({ root, clock }),
       clock,
       tempDirFor: (key) => join(root, ...key.split("/").slice(0, -1)),
-      temps: () => tempsUnder(root),
+      temps: () => blobTempsUnder(root),
       cleanup: async () => tmp.cleanup(),
     };
   },
@@ -115,7 +97,7 @@ const subjects: Record<string, () => Promise<Subject>> = {
       store,
       clock,
       tempDirFor: () => tmp.dir,
-      temps: () => tempsUnder(tmp.dir),
+      temps: () => blobTempsUnder(tmp.dir),
       cleanup: async () => {
         await server.close();
         tmp.cleanup();

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { FsBlobStore } from "../src/blobs/fs-blob-store.ts";
 import { hashApiKey, newApiKey } from "../src/core/api-keys.ts";
-import { tempDir, waitFor } from "./helpers.ts";
+import { blobTempsUnder, tempDir, waitFor } from "./helpers.ts";
 import { type Stack, startStack } from "./stack.ts";
 
 // /v1/files over real HTTP on a real SQLite file (src/http/files-routes.ts): bytes streamed to
@@ -31,24 +31,6 @@ function streamedBody(size: number): { body: ReadableStream<Uint8Array>; digest:
     },
   });
   return { body, digest: () => hash.digest("hex") };
-}
-
-function tempsUnder(root: string): string[] {
-  const out: string[] = [];
-  const walk = (dir: string) => {
-    let entries: import("node:fs").Dirent[];
-    try {
-      entries = readdirSync(dir, { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const e of entries) {
-      if (e.isDirectory()) walk(join(dir, e.name));
-      else if (e.name.startsWith(".tmp-")) out.push(e.name);
-    }
-  };
-  walk(root);
-  return out;
 }
 
 async function blobKeys(blobs: FsBlobStore): Promise<string[]> {
@@ -273,7 +255,7 @@ describe("files: refused and cut-off uploads keep nothing", () => {
   const nothingKept = async () => {
     assert.deepEqual((await s.store.listFiles(s.tenantId, { limit: 10 })).files, []);
     assert.deepEqual(await blobKeys(blobs), []);
-    assert.deepEqual(tempsUnder(root), []);
+    assert.deepEqual(blobTempsUnder(root), []);
   };
 
   test("an upload over limits.file_max_bytes with a Content-Length is 413 FILE_TOO_LARGE naming the limit", async () => {
@@ -353,9 +335,9 @@ describe("files: refused and cut-off uploads keep nothing", () => {
     req.on("error", () => {});
     req.write(Buffer.alloc(500, 3));
     // The upload is under way once its temporary file exists.
-    await waitFor(() => tempsUnder(root).length > 0, 10_000, "the upload's temporary file");
+    await waitFor(() => blobTempsUnder(root).length > 0, 10_000, "the upload's temporary file");
     req.destroy();
-    await waitFor(() => tempsUnder(root).length === 0, 10_000, "the temporary file to be removed");
+    await waitFor(() => blobTempsUnder(root).length === 0, 10_000, "the temporary file to be removed");
     await nothingKept();
   });
 });

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { type Dirent, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
@@ -86,4 +86,23 @@ export function captureLog(level = "info"): { lines: Record<string, unknown>[]; 
 export function cpuNowMs(): number {
   const { user, system } = process.cpuUsage();
   return (user + system) / 1000;
+}
+
+/** Every temporary file a blob store's write left under `root` (`.tmp-…`), by full path. */
+export function blobTempsUnder(root: string): string[] {
+  const out: string[] = [];
+  const walk = (dir: string) => {
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      if (e.isDirectory()) walk(join(dir, e.name));
+      else if (e.name.startsWith(".tmp-")) out.push(join(dir, e.name));
+    }
+  };
+  walk(root);
+  return out;
 }
