@@ -40,7 +40,7 @@ export async function writeArtifact(
 /**
  * Records a written artifact and its step's outcome in one transaction. When the task already
  * has an artifact of that name (a write that was stored, then raced), that one is answered and
- * the new bytes are removed; when the row cannot be written (a lost lease), they are removed too.
+ * the new bytes are removed; when the row was not written (a lost lease), they are removed too.
  */
 export async function recordArtifact(
   d: { store: ArtifactStore; blobs: BlobStore; clock: Clock },
@@ -64,7 +64,14 @@ export async function recordArtifact(
       },
     );
   } catch (err) {
-    await d.blobs.delete(blobKey).catch(() => {});
+    // The transaction may have committed before the failure was seen (a connection lost on
+    // COMMIT): the bytes are removed only when no row names them. Unsure, they are kept: bytes
+    // no row names are harmless, a row without its bytes is not.
+    const named = await d.store.getArtifact(a.tenantId, a.taskId, name).then(
+      (row) => row?.blobKey === blobKey,
+      () => true,
+    );
+    if (!named) await d.blobs.delete(blobKey).catch(() => {});
     throw err;
   }
   if (!r.created) await d.blobs.delete(blobKey).catch(() => {});
