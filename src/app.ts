@@ -276,6 +276,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
             webhookUrlFor,
             log,
             urls,
+            blobs,
             defaultWaitMs,
             defaultTimeoutMs: opts.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS,
             pollAfterMs: opts.pollAfterMs ?? 60_000,

@@ -109,3 +109,15 @@ test("the new-task form starts from a schema's example, else its defaults, with 
   assert.equal(exampleFrom(undefined), undefined);
   assert.equal(exampleFrom({ type: "string" }), undefined);
 });
+
+test("artifact sizes read as people read them", async () => {
+  const { bytes } = await import("../web/src/format.ts");
+  assert.deepEqual([0, 512, 1024, 1536, 5 * 1024 * 1024, 3 * 1024 ** 3].map(bytes), [
+    "0 B",
+    "512 B",
+    "1.0 KiB",
+    "1.5 KiB",
+    "5.0 MiB",
+    "3.0 GiB",
+  ]);
+});

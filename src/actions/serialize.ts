@@ -1,8 +1,15 @@
 import type { Static } from "typebox";
 import { type ApprovalConfig, decidedBy } from "../core/wait.ts";
-import type { ApprovalDecisionRow, JobRow, StepRow, TaskDetail, TaskRow } from "../store/store.ts";
+import type {
+  ApprovalDecisionRow,
+  ArtifactRow,
+  JobRow,
+  StepRow,
+  TaskDetail,
+  TaskRow,
+} from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
-import type { Job, Step, TaskDetail as TaskDetailJson, TaskSummary } from "../wire/tasks.ts";
+import type { Artifact, Job, Step, TaskDetail as TaskDetailJson, TaskSummary } from "../wire/tasks.ts";
 
 /** A stored time (ms since the epoch) as the wire's ISO 8601 string; null stays null. */
 export function iso(ms: number): string;
@@ -119,5 +126,21 @@ export function taskDetail(d: TaskDetail, ctx: DetailContext): Static<typeof Tas
     ...taskSummary(d.task),
     steps: d.steps.map((s) => step(d.task, s, jobs, ctx)),
     jobs: d.jobs.map(job),
+    artifacts: d.artifacts.map((a) => artifact(a, ctx.urls)),
+  };
+}
+
+/** The path an artifact's bytes are served at. */
+export function artifactPath(taskId: string, name: string): string {
+  return `/v1/tasks/${encodeURIComponent(taskId)}/artifacts/${encodeURIComponent(name)}`;
+}
+
+function artifact(a: ArtifactRow, urls: CapabilityUrls): Static<typeof Artifact> {
+  return {
+    name: a.name,
+    url: urls.link(artifactPath(a.taskId, a.name)),
+    content_type: a.contentType,
+    size: a.size,
+    sha256: a.sha256,
   };
 }

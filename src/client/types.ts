@@ -30,9 +30,12 @@ export type Decision = Static<typeof wire.Decision>;
 export type JobUsage = Static<typeof wire.JobUsage>;
 export type TaskJob = Static<typeof wire.Job>;
 
+export type TaskArtifact = Static<typeof wire.Artifact>;
+
 export type TaskDetail<I = unknown, O = unknown> = TaskSummary<I, O> & {
   steps: TaskStep[];
   jobs: TaskJob[];
+  artifacts: TaskArtifact[];
 };
 
 /** A page of a list: `next_cursor` fetches the next one, null at the end. */

@@ -79,6 +79,7 @@ export const errorCodes = [
   "RANGE_NOT_SATISFIABLE",
   "FILE_TOO_LARGE",
   "FILE_NOT_FOUND",
+  "ARTIFACT_NOT_FOUND",
 ] as const;
 
 export type ErrorCode = (typeof errorCodes)[number];

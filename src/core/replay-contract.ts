@@ -1,8 +1,9 @@
+import type { ArtifactInfo } from "./artifact.ts";
 import type { Clock } from "./clock.ts";
 import type { ErrorInfo } from "./errors.ts";
 import type { StoredStep } from "./step.ts";
 import type { LogLine } from "./task-log.ts";
-import type { TaskContext, TaskFunction } from "./task-type.ts";
+import type { ArtifactData, TaskContext, TaskFunction } from "./task-type.ts";
 import type { WaitRequest } from "./wait.ts";
 
 // What replay (./replay.ts) takes and gives: the types its parts (./replay-run.ts,
@@ -13,6 +14,22 @@ export type RunOutcome =
   | { stepId: string; position: number; status: "succeeded"; output: unknown; attempts: number }
   | { stepId: string; position: number; status: "failed"; error: ErrorInfo; attempts: number }
   | { stepId: string; position: number; status: "running"; error: ErrorInfo; attempts: number };
+
+/** Bytes `writeArtifact` put in the blob store, not yet named by any row. */
+export interface WrittenArtifact {
+  blobKey: string;
+  size: number;
+  sha256: string;
+}
+
+/** A written artifact and the step that stores it. */
+export interface ArtifactToStore extends WrittenArtifact {
+  stepId: string;
+  position: number;
+  attempts: number;
+  name: string;
+  contentType: string;
+}
 
 /** How a run ended, other than by a retry: the task's result, or its suspension on a wait. */
 export type RunEnd =
@@ -43,6 +60,18 @@ export interface ReplayPorts {
   registerWait(wait: WaitRequest): Promise<StoredStep>;
   /** The capability URL of a registered callback step (deterministic for the stored step). */
   callbackUrl(step: StoredStep): string;
+  /**
+   * `step.artifact`'s bytes: streams `data` into the blob store under a key of its own and
+   * answers what was written. A failure here is the task code's (its stream broke) and is
+   * retried like a `step.run`'s. Without this port `step.artifact` fails the task.
+   */
+  writeArtifact?(data: ArtifactData): Promise<WrittenArtifact>;
+  /**
+   * Records a written artifact and its step's outcome in one transaction (ARCHITECTURE §3.8),
+   * answering the stored artifact: the task's artifact of that name if one was already stored,
+   * whose bytes are kept while the new ones are removed. Awaited before the step resolves.
+   */
+  storeArtifact?(a: ArtifactToStore): Promise<ArtifactInfo>;
   /** Records that a callback's URL reached its `handoff`. */
   markHandedOff(stepId: string): Promise<void>;
   /**

@@ -122,16 +122,26 @@ export class ReplayRun {
     this.inFlight--;
   }
 
-  /** Claims a position for `id`, or stops the run if the order diverges from history. */
-  claim(id: string, kind: StepKind): { pos: number; stored: StoredStep | undefined } | null {
+  /**
+   * Claims a position for `id`, or stops the run if the order diverges from history. A step
+   * whose id longhaul derives (`step.artifact`'s) was checked already, and says what is twice.
+   */
+  claim(
+    id: string,
+    kind: StepKind,
+    derived?: { twice: string },
+  ): { pos: number; stored: StoredStep | undefined } | null {
     if (this.stop || this.fatal) return null;
-    if (typeof id !== "string" || id.length === 0 || id.length > 200) {
+    if (!derived && (typeof id !== "string" || id.length === 0 || id.length > 200)) {
       this.halt(fail("VALIDATION_FAILED", "A step id must be a non-empty string of at most 200 characters."));
       return null;
     }
     if (this.seen.has(id)) {
       this.halt(
-        fail("STEP_ID_DUPLICATE", `Step id "${id}" is used twice in one run; give every step a unique id.`),
+        fail(
+          "STEP_ID_DUPLICATE",
+          derived?.twice ?? `Step id "${id}" is used twice in one run; give every step a unique id.`,
+        ),
       );
       return null;
     }

@@ -1,12 +1,16 @@
+import { type ArtifactInfo, artifactNameProblem, artifactStepId } from "./artifact.ts";
 import type { Duration } from "./duration.ts";
 import { toMs } from "./duration.ts";
 import { NonRetriableError, StepError, toErrorInfo } from "./errors.ts";
+import { checkContentType } from "./file.ts";
 import { declaredMaxTokens } from "./quota.ts";
 import type { RunOutcome } from "./replay-contract.ts";
 import { FATAL, fail, INVALID, never, type ReplayRun } from "./replay-run.ts";
 import type {
   ApprovalOptions,
   ApprovalResult,
+  ArtifactData,
+  ArtifactOptions,
   CallbackOptions,
   JobOptions,
   RunContext,
@@ -28,6 +32,8 @@ export function stepApi(run: ReplayRun): StepApi {
       callbackStep<T>(run, id, options, handoff),
     approval: (id: string, options?: ApprovalOptions) => approvalStep(run, id, options),
     sleep: (id: string, duration: Duration) => sleepStep(run, id, duration),
+    artifact: (name: string, data: ArtifactData, options?: ArtifactOptions) =>
+      artifactStep(run, name, data, options),
     waitForEvent: <T>(id: string, options: WaitForEventOptions) => waitForEventStep<T>(run, id, options),
   };
 }
@@ -176,6 +182,79 @@ function approvalStep(run: ReplayRun, id: string, options: ApprovalOptions = {})
       escalateTo: options.escalateTo ?? [],
     },
   }));
+}
+
+/**
+ * `step.artifact`: a stored artifact replays; otherwise its bytes are written to the blob
+ * store (a failure there is retried like a `step.run`'s), then its row and the step's outcome
+ * are stored in one transaction before the function goes on (ARCHITECTURE §3.8).
+ */
+async function artifactStep(
+  run: ReplayRun,
+  name: string,
+  data: ArtifactData,
+  options: ArtifactOptions = {},
+): Promise<ArtifactInfo> {
+  const problem = artifactNameProblem(name);
+  if (problem !== null) {
+    run.halt(fail("VALIDATION_FAILED", `step.artifact: ${problem}.`));
+    return never();
+  }
+  const id = artifactStepId(name);
+  const c = run.claim(id, "run", {
+    twice: `step.artifact("${name}") is called twice in one run; give every artifact of a task its own name.`,
+  });
+  if (!c) return never();
+  if (c.stored && c.stored.status !== "running") return run.replayOutcome<ArtifactInfo>(id, c.stored);
+  let contentType: string;
+  try {
+    contentType =
+      options.contentType === undefined && typeof data === "string"
+        ? "text/plain; charset=utf-8"
+        : checkContentType(options.contentType);
+  } catch (err) {
+    run.halt(fail("VALIDATION_FAILED", `step.artifact("${name}"): ${(err as Error).message}`));
+    return never();
+  }
+  const { writeArtifact, storeArtifact } = run.args.ports;
+  if (!writeArtifact || !storeArtifact) {
+    run.halt(
+      fail("VALIDATION_FAILED", `step.artifact("${name}"): this engine has no blob store for artifacts.`),
+    );
+    return never();
+  }
+  const attempt = (c.stored?.attempts ?? 0) + 1;
+  run.enter();
+  let written: Awaited<ReturnType<typeof writeArtifact>> | null = null;
+  let failure: RunOutcome | null = null;
+  try {
+    written = await writeArtifact(data);
+  } catch (err) {
+    // The task's bytes could not be read: retried, and failed at the last attempt, as step.run.
+    const info = toErrorInfo(err);
+    const final = err instanceof NonRetriableError || attempt >= run.args.maxAttempts;
+    failure = {
+      stepId: id,
+      position: c.pos,
+      status: final ? "failed" : "running",
+      error: info,
+      attempts: attempt,
+    };
+    if (!final) run.stopWith({ kind: "retry", delayMs: run.retryDelay(err, attempt), error: info });
+  } finally {
+    run.leave();
+  }
+  if (failure || !written) {
+    if (!failure || (await run.io(() => run.args.ports.storeRunOutcome(failure))) === FATAL) return never();
+    if (failure.status === "failed") throw new StepError(id, failure.error);
+    return never();
+  }
+  const bytes = written;
+  const stored = await run.io(() =>
+    storeArtifact({ ...bytes, stepId: id, position: c.pos, attempts: attempt, name, contentType }),
+  );
+  if (stored === FATAL) return never();
+  return stored;
 }
 
 /** `step.sleep`: a wait ended by its own deadline. */

@@ -1,3 +1,4 @@
+import type { ArtifactInfo } from "./artifact.ts";
 import type { Duration } from "./duration.ts";
 import type { StandardSchemaV1 } from "./standard-schema.ts";
 import type { TaskLog } from "./task-log.ts";
@@ -82,6 +83,21 @@ export interface WaitForEventOptions {
   timeout?: Duration;
 }
 
+/**
+ * What `step.artifact` stores: text (as UTF-8), bytes, or a stream of bytes (a Node `Readable`,
+ * a web `ReadableStream` or any async iterable of chunks), read once, as it is written.
+ */
+export type ArtifactData =
+  | string
+  | Uint8Array
+  | ReadableStream<Uint8Array>
+  | AsyncIterable<Uint8Array | string>;
+
+export interface ArtifactOptions {
+  /** The type it is served with. Default `text/plain; charset=utf-8` for a string, else `application/octet-stream`. */
+  contentType?: string;
+}
+
 /** The step API a task function receives. Every call is memoized by its `id`. */
 export interface StepApi {
   /** Runs `fn` once; on replay returns its stored outcome. */
@@ -99,6 +115,13 @@ export interface StepApi {
   ): Promise<T>;
   /** Suspends until enough approvers decide (links and a page), or the deadline policy applies. */
   approval(id: string, options?: ApprovalOptions): Promise<ApprovalResult>;
+  /**
+   * Stores `data` as the task's artifact `name` (1 to 200 characters, no `/` or control
+   * character), downloadable at `GET /v1/tasks/:id/artifacts/:name`. A step: its bytes and row
+   * are stored before it resolves, and a replay answers the stored artifact without reading
+   * `data` again. Each name once per task (`STEP_ID_DUPLICATE` otherwise).
+   */
+  artifact(name: string, data: ArtifactData, options?: ArtifactOptions): Promise<ArtifactInfo>;
   /** A durable timer: suspends for `duration`. */
   sleep(id: string, duration: Duration): Promise<void>;
   /**

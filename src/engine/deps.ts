@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import type { BlobStore } from "../blobs/blob-store.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Registry } from "../core/registry.ts";
 import type { TaskType } from "../core/task-type.ts";
@@ -7,6 +8,7 @@ import type { OutboundSettings } from "../outbound/settings.ts";
 import type { Provider } from "../providers/provider.ts";
 import type {
   AdvanceStore,
+  ArtifactStore,
   InboxStore,
   JobStore,
   OutboundStore,
@@ -25,7 +27,8 @@ export type EngineStore = TaskStore &
   WaitStore &
   QueueStore &
   OutboundStore &
-  WebhookRefusalStore;
+  WebhookRefusalStore &
+  ArtifactStore;
 
 /** What the work handlers need. Wired once in `src/app.ts`. */
 export interface EngineDeps {
@@ -38,6 +41,8 @@ export interface EngineDeps {
   log: Logger;
   metrics?: Metrics;
   urls: CapabilityUrls;
+  /** Where `step.artifact` writes its bytes (the deployment's blob store). */
+  blobs?: BlobStore;
   /** Lifetime of a callback or approval without a timeout of its own (the token TTL). */
   defaultWaitMs: number;
   /** Deadline of a job or event wait without a timeout of its own. */

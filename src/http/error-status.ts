@@ -94,6 +94,8 @@ export const errorStatus: Readonly<Record<ErrorCode, number>> = {
   /** An upload over `limits.file_max_bytes`; nothing was kept. */
   FILE_TOO_LARGE: 413,
   FILE_NOT_FOUND: 404,
+  /** No artifact of that name on the task (or the task is another tenant's). */
+  ARTIFACT_NOT_FOUND: 404,
 };
 
 /** The HTTP status of an error: its code's, or 500 for anything that is not a LonghaulError. */

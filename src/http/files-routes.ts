@@ -1,7 +1,6 @@
-import type { Readable } from "node:stream";
 import fastifyMultipart from "@fastify/multipart";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import type { BlobStore, ByteRange } from "../blobs/blob-store.ts";
+import type { BlobStore } from "../blobs/blob-store.ts";
 import type { Clock } from "../core/clock.ts";
 import { LonghaulError } from "../core/errors.ts";
 import { type FileRow, fileSizeCap } from "../core/file.ts";
@@ -14,6 +13,7 @@ import { IdParams, NoContent } from "../wire/common.ts";
 import { FileListQuery, FileObject, FilePage, FileUploadQuery } from "../wire/files.ts";
 import type { Api } from "./api.ts";
 import { operation } from "./openapi.ts";
+import { serveBlob } from "./serve-blob.ts";
 
 export interface FilesRoutesDeps {
   store: FileStore;
@@ -139,36 +139,9 @@ export function filesRoutes(app: Api, d: FilesRoutesDeps): void {
       },
       async (req, reply) => {
         const file = await getFile(deps, req.tenant.id, req.params.id);
-        const range = parseRange(req.headers.range, file.size);
-        if (range === "unsatisfiable") {
-          reply.header("content-range", `bytes */${file.size}`);
-          throw new LonghaulError(
-            "RANGE_NOT_SATISFIABLE",
-            `The range ${req.headers.range} is outside the file's ${file.size} bytes.`,
-            { details: { size: file.size } },
-          );
-        }
-        let body: Readable;
-        try {
-          ({ body } = await readFileContent(deps, req.tenant.id, file.id, range ?? undefined));
-        } catch (err) {
-          if (err instanceof LonghaulError && err.code === "RANGE_NOT_SATISFIABLE")
-            reply.header("content-range", `bytes */${file.size}`);
-          throw err;
-        }
-        reply.header("content-type", file.contentType);
-        reply.header("accept-ranges", "bytes");
-        reply.header("etag", `"${file.sha256}"`);
-        if (range) {
-          const end = range.end ?? file.size - 1;
-          reply.status(206);
-          reply.header("content-range", `bytes ${range.start}-${end}/${file.size}`);
-          reply.header("content-length", end - range.start + 1);
-        } else {
-          reply.header("content-length", file.size);
-        }
-        // A stream is sent as it is: no serializer applies.
-        return reply.send(body as never);
+        return serveBlob(req, reply, { ...file, whose: "the file's" }, async (range) => {
+          return (await readFileContent(deps, req.tenant.id, file.id, range)).body;
+        });
       },
     );
 
@@ -186,24 +159,4 @@ export function filesRoutes(app: Api, d: FilesRoutesDeps): void {
       },
     );
   });
-}
-
-/**
- * A single `bytes=` range of a file of `size` bytes: `start-end`, `start-`, or the last `n`
- * bytes (`-n`); the end is kept within the file. No header, another unit, several ranges or a
- * malformed one: null, and the whole file is answered (RFC 9110 §14.2 lets a server ignore it).
- */
-export function parseRange(header: string | undefined, size: number): ByteRange | null | "unsatisfiable" {
-  if (header === undefined) return null;
-  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
-  if (!m || (m[1] === "" && m[2] === "")) return null;
-  if (m[1] === "") {
-    const n = Number(m[2]);
-    if (n === 0 || size === 0) return "unsatisfiable";
-    return { start: Math.max(0, size - n), end: size - 1 };
-  }
-  const start = Number(m[1]);
-  const end = m[2] === "" ? size - 1 : Math.min(Number(m[2]), size - 1);
-  if (start >= size || end < start) return "unsatisfiable";
-  return { start, end };
 }

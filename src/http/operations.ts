@@ -28,6 +28,7 @@ export const operations: Readonly<Record<string, { id: string; tag: string }>> =
   "POST /v1/tasks": { id: "submitTask", tag: "Tasks" },
   "GET /v1/tasks": { id: "listTasks", tag: "Tasks" },
   "GET /v1/tasks/{id}": { id: "getTask", tag: "Tasks" },
+  "GET /v1/tasks/{id}/artifacts/{name}": { id: "getTaskArtifact", tag: "Tasks" },
   "POST /v1/tasks/{id}/cancel": { id: "cancelTask", tag: "Tasks" },
   "GET /v1/tasks/{id}/timeline": { id: "getTaskTimeline", tag: "Tasks" },
   "GET /v1/task-types": { id: "listTaskTypes", tag: "Tasks" },

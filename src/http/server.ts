@@ -22,6 +22,7 @@ import { adminAuth } from "./admin-auth.ts";
 import { adminEventsRoutes } from "./admin-events-routes.ts";
 import { adminTenantsRoutes } from "./admin-tenants-routes.ts";
 import { approvalsRoutes } from "./approvals-routes.ts";
+import { artifactsRoutes } from "./artifacts-routes.ts";
 import { apiAuth } from "./auth.ts";
 import { callbacksRoutes } from "./callbacks-routes.ts";
 import { type DashboardOptions, dashboardRoutes } from "./dashboard-routes.ts";
@@ -309,6 +310,7 @@ export function buildServer(d: ServerDeps): FastifyInstance {
     eventsRoutes(api, d.store, streams);
     tokensRoutes(api, { store: d.store, keyring: d.keyring, clock: d.clock });
     webhookEndpointsRoutes(api, d.store, d.outbound, limits.webhook_endpoints_per_tenant);
+    if (d.blobs) artifactsRoutes(api, { store: d.store, blobs: d.blobs });
     if (d.blobs)
       filesRoutes(api, {
         store: d.store,

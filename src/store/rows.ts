@@ -1,3 +1,4 @@
+import type { ArtifactRow } from "../core/artifact.ts";
 import { liveSecrets, type PreviousSecret, previousSecretsEnd } from "../core/endpoint-secrets.ts";
 import type { ErrorInfo } from "../core/errors.ts";
 import type { EventFilter } from "../core/event-filter.ts";
@@ -389,4 +390,27 @@ export const toDelivery = (r: DeliveryDbRow): WebhookDeliveryRow => ({
   deliveredAt: r.delivered_at,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
+});
+
+/** An `artifacts` row as the drivers read it. */
+export interface ArtifactDbRow {
+  task_id: string;
+  tenant_id: string;
+  name: string;
+  content_type: string;
+  size: number;
+  sha256: string;
+  blob_key: string;
+  created_at: number;
+}
+
+export const toArtifact = (r: ArtifactDbRow): ArtifactRow => ({
+  taskId: r.task_id,
+  tenantId: r.tenant_id,
+  name: r.name,
+  contentType: r.content_type,
+  size: Number(r.size),
+  sha256: r.sha256,
+  blobKey: r.blob_key,
+  createdAt: Number(r.created_at),
 });

@@ -1,3 +1,4 @@
+import type { ArtifactRow } from "../core/artifact.ts";
 import type { DeliveryAttemptResult, DeliveryState } from "../core/delivery.ts";
 import type { ErrorInfo } from "../core/errors.ts";
 import type { FileRow, NewFile } from "../core/file.ts";
@@ -20,6 +21,7 @@ import type { NewWorkItem, WorkItem } from "../core/work-item.ts";
 import type { MigrationStatus } from "./migrations.ts";
 
 // The domain's rows and results are defined in core (ARCHITECTURE §5); the store persists them.
+export type { ArtifactRow } from "../core/artifact.ts";
 export type { DeliveryAttemptResult, DeliveryState } from "../core/delivery.ts";
 export type { FileRow, NewFile } from "../core/file.ts";
 export type { JobRow } from "../core/job.ts";
@@ -380,7 +382,8 @@ export interface Store
     WebhookRefusalStore,
     MetaStore,
     StatsStore,
-    FileStore {}
+    FileStore,
+    ArtifactStore {}
 
 /**
  * Uploaded files' rows (`core/file.ts`); their bytes are the blob store's. Every read and
@@ -457,6 +460,8 @@ export interface TaskDetail {
   task: TaskRow;
   steps: StepRow[];
   jobs: JobRow[];
+  /** The task's artifacts, in the order they were stored. */
+  artifacts: ArtifactRow[];
 }
 
 export interface TaskQuery {
@@ -577,4 +582,22 @@ export interface DeliveryAttemptInput {
   /** The secrets as stored (sealed when a key is set); `previousSecrets`: those that still sign. */
   endpoint: WebhookEndpointRow & { secret: string; previousSecrets: string[] };
   event: TaskEventRow;
+}
+
+/**
+ * Tasks' named artifacts (`core/artifact.ts`); their bytes are the blob store's. A read names
+ * the tenant: another tenant's task has none.
+ */
+export interface ArtifactStore {
+  /**
+   * Inserts the artifact and stores its `step.artifact` outcome (`ArtifactInfo`) in one
+   * transaction, under the advance's lease. When the task already has an artifact of that
+   * name, that one is answered (`created: false`) and its step stored with it.
+   */
+  storeArtifact(
+    lease: Lease,
+    step: { stepId: string; position: number; attempts: number },
+    artifact: ArtifactRow,
+  ): Promise<{ artifact: ArtifactRow; created: boolean }>;
+  getArtifact(tenantId: string, taskId: string, name: string): Promise<ArtifactRow | null>;
 }

@@ -47,6 +47,18 @@ export class CapabilityUrls {
     });
   }
 
+  /**
+   * A path of this deployment (`/v1/…`) as a link: absolute under the public URL when one is
+   * known, else the path as it is.
+   */
+  link(path: string): string {
+    try {
+      return `${this.baseUrl()}${path}`;
+    } catch {
+      return path;
+    }
+  }
+
   callback(tenantId: string, taskId: string, step: WaitingStep): string {
     return `${this.baseUrl()}/v1/callbacks/${this.token(tenantId, taskId, step, "callback")}`;
   }

@@ -1,11 +1,13 @@
+import type { BlobStore } from "../blobs/blob-store.ts";
 import type { Clock } from "../core/clock.ts";
 import { LonghaulError, toErrorInfo } from "../core/errors.ts";
 import { type RunResult, runTask } from "../core/replay.ts";
 import type { LogLine } from "../core/task-log.ts";
 import type { TaskType } from "../core/task-type.ts";
 import type { WaitRequest } from "../core/wait.ts";
-import type { AdvanceStore, Lease, QueueStore, WaitStore } from "../store/store.ts";
+import type { AdvanceStore, ArtifactStore, Lease, QueueStore, WaitStore } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
+import { recordArtifact, writeArtifact } from "./store-artifact.ts";
 
 const DEFAULT_MAX_ATTEMPTS = 4;
 
@@ -37,8 +39,10 @@ export type AdvanceTaskResult =
  */
 export async function advanceTask(
   d: {
-    store: AdvanceStore & WaitStore & QueueStore;
+    store: AdvanceStore & WaitStore & QueueStore & ArtifactStore;
     clock: Clock;
+    /** Where `step.artifact` writes; without it that step fails the task. */
+    blobs?: BlobStore | undefined;
     taskTypes: { find(name: string): TaskType | undefined };
     urls: Pick<CapabilityUrls, "callback">;
     /** The poll-after of a job whose step sets none. */
@@ -80,6 +84,7 @@ export async function advanceTask(
   const begun = await d.store.beginAdvance(lease, taskId);
   if (begun !== "started") return { kind: begun === "parked" ? "parked" : "skipped" };
   const logs: LogLine[] = [];
+  const blobs = d.blobs;
   const canceled = watchForCancel(d.store, taskId);
   let result: RunResult;
   try {
@@ -102,6 +107,16 @@ export async function advanceTask(
         },
         callbackUrl: (s) => d.urls.callback(task.tenantId, taskId, s),
         markHandedOff: (stepId) => d.store.markHandedOff(lease, taskId, stepId),
+        ...(blobs
+          ? {
+              writeArtifact: (data) => writeArtifact({ blobs }, { tenantId: task.tenantId, taskId, data }),
+              storeArtifact: (artifact) =>
+                recordArtifact(
+                  { store: d.store, blobs, clock: d.clock },
+                  { lease, tenantId: task.tenantId, taskId, artifact },
+                ),
+            }
+          : {}),
         log: (line) => {
           logs.push(line);
           d.onLog?.(line, who);

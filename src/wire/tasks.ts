@@ -126,11 +126,25 @@ export const Job = Type.Object({
   updated_at: Timestamp,
 });
 
+/** A named artifact the task stored with `step.artifact`: `GET /v1/tasks/:id`'s `artifacts`. */
+export const Artifact = Type.Object({
+  name: Type.String({ description: "1 to 200 characters, no `/`" }),
+  url: Type.String({
+    description: "Where its bytes are served: `/v1/tasks/:id/artifacts/:name`, absolute under the public URL",
+  }),
+  content_type: Type.String(),
+  size: Type.Integer({ minimum: 0, description: "Bytes" }),
+  sha256: Type.String({ description: "Hex SHA-256 of the bytes" }),
+});
+
 export const TaskDetail = Type.Object({
   ...TaskSummary.properties,
   steps: Type.Array(Step),
   jobs: Type.Array(Job),
+  artifacts: Type.Array(Artifact, { description: "The task's artifacts, in the order they were stored" }),
 });
+
+export const ArtifactParams = Type.Object({ id: Type.String(), name: Type.String({ minLength: 1 }) });
 
 export const TaskPage = Page(TaskSummary);
 

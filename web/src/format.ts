@@ -94,3 +94,16 @@ export function pathOf(url: string): string {
     return url;
   }
 }
+
+/** A size in bytes as people read it: `512 B`, `1.5 KiB`, `5.0 MiB`, `2.1 GiB`. */
+export function bytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ["KiB", "MiB", "GiB", "TiB"];
+  let v = n / 1024;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v.toFixed(1)} ${units[i]}`;
+}

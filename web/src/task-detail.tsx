@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import type { TaskDetail, Timeline } from "../../src/client/index.ts";
 import { type ApiError, request } from "./api.ts";
 import { ApprovalForm, Decisions } from "./approval-form.tsx";
-import { label, plural } from "./format.ts";
+import { bytes, label, plural } from "./format.ts";
 import { graphNodes } from "./graph-layout.ts";
 import { GraphView } from "./graph-view.tsx";
 import { useLive } from "./live.ts";
@@ -183,6 +183,16 @@ export function TaskDetailView({ session, id }: { session: TenantSession; id: st
         )}
       </div>
 
+      {task.artifacts?.length ? (
+        <div class="card">
+          <h2>
+            Artifacts{" "}
+            <span class="muted small">{plural(task.artifacts.length, "artifact", "artifacts")}</span>
+          </h2>
+          <ArtifactsTable artifacts={task.artifacts} apiKey={session.key} />
+        </div>
+      ) : null}
+
       <div class="card">
         <h2>
           Timeline{" "}
@@ -209,6 +219,61 @@ export function TaskDetailView({ session, id }: { session: TenantSession; id: st
         </div>
       </div>
     </section>
+  );
+}
+
+/**
+ * The task's artifacts with download links. The API wants the session's key, which a plain
+ * link does not send: a click fetches the bytes with it and saves them under the artifact's name.
+ */
+function ArtifactsTable({ artifacts, apiKey }: { artifacts: TaskDetail["artifacts"]; apiKey: string }) {
+  const [failed, setFailed] = useState<string | null>(null);
+  const download = async (e: Event, a: TaskDetail["artifacts"][number]) => {
+    e.preventDefault();
+    setFailed(null);
+    try {
+      const res = await fetch(a.url, { headers: { authorization: `Bearer ${apiKey}` }, cache: "no-store" });
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      const url = URL.createObjectURL(await res.blob());
+      const link = document.createElement("a");
+      link.href = url;
+      link.download = a.name;
+      link.click();
+      setTimeout(() => URL.revokeObjectURL(url), 60_000);
+    } catch (err) {
+      setFailed(`${a.name}: ${(err as Error).message}`);
+    }
+  };
+  return (
+    <>
+      <table class="artifacts">
+        <thead>
+          <tr>
+            <th>Name</th>
+            <th>Size</th>
+            <th>Type</th>
+            <th>SHA-256</th>
+          </tr>
+        </thead>
+        <tbody>
+          {artifacts.map((a) => (
+            <tr key={a.name}>
+              <td>
+                <a href={a.url} download={a.name} onClick={(e) => download(e, a)}>
+                  {a.name}
+                </a>
+              </td>
+              <td title={`${a.size} bytes`}>{bytes(a.size)}</td>
+              <td>{a.content_type}</td>
+              <td class="mono small" title={a.sha256}>
+                {a.sha256.slice(0, 12)}…
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {failed ? <p class="error">The download failed ({failed}).</p> : null}
+    </>
   );
 }
 

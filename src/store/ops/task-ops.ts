@@ -4,7 +4,16 @@ import { checkSubmitQuotas } from "../../core/quota.ts";
 import { cancelCascade, cancelPlan, canMoveTask, type TaskStatus } from "../../core/task.ts";
 import { advanceItem, cancelJobItem } from "../../core/work-item.ts";
 import { json } from "../json.ts";
-import { type JobDbRow, type StepDbRow, type TaskDbRow, toJob, toStep, toTask } from "../rows.ts";
+import {
+  type ArtifactDbRow,
+  type JobDbRow,
+  type StepDbRow,
+  type TaskDbRow,
+  toArtifact,
+  toJob,
+  toStep,
+  toTask,
+} from "../rows.ts";
 import { pageById } from "../sql/page.ts";
 import { inStates } from "../sql/states.ts";
 import type { Dialect, Tx } from "../sql/tx.ts";
@@ -132,7 +141,7 @@ async function existingSubmit(tx: Tx, t: NewTask, input: string) {
   return { task: toTask(existing), created: false };
 }
 
-/** A task with its steps and jobs. No locks: PostgreSQL reads it in one snapshot. */
+/** A task with its steps, jobs and artifacts. No locks: PostgreSQL reads it in one snapshot. */
 export async function getTask(tx: Tx, tenantId: string, taskId: string): Promise<TaskDetail | null> {
   const r = await tx.get<TaskDbRow>("SELECT * FROM tasks WHERE id = ? AND tenant_id = ?", [taskId, tenantId]);
   if (!r) return null;
@@ -140,7 +149,16 @@ export async function getTask(tx: Tx, tenantId: string, taskId: string): Promise
   const jobs = await tx.all<JobDbRow>("SELECT * FROM jobs WHERE task_id = ? ORDER BY created_at, id", [
     taskId,
   ]);
-  return { task: toTask(r), steps: steps.map(toStep), jobs: jobs.map(toJob) };
+  const artifacts = await tx.all<ArtifactDbRow>(
+    "SELECT * FROM artifacts WHERE task_id = ? ORDER BY created_at, name",
+    [taskId],
+  );
+  return {
+    task: toTask(r),
+    steps: steps.map(toStep),
+    jobs: jobs.map(toJob),
+    artifacts: artifacts.map(toArtifact),
+  };
 }
 
 /**

@@ -6,6 +6,7 @@ import type { RunOutcome } from "../../core/replay.ts";
 import type { WaitRequest } from "../../core/wait.ts";
 import type { MigrationStatus } from "../migrations.ts";
 import * as advance from "../ops/advance-ops.ts";
+import * as artifacts from "../ops/artifact-ops.ts";
 import * as eventLog from "../ops/event-log-ops.ts";
 import * as files from "../ops/file-ops.ts";
 import * as inbox from "../ops/inbox-ops.ts";
@@ -21,6 +22,7 @@ import * as waits from "../ops/wait-ops.ts";
 import type {
   AdvanceResult,
   ApprovalDecisionInput,
+  ArtifactRow,
   CallbackDelivery,
   DeliveryAttemptResult,
   DeliveryState,
@@ -314,6 +316,18 @@ export abstract class SqlStore implements Store {
   }
   pruneWebhookRefusals(before: number) {
     return this.run.write((tx) => refusals.pruneWebhookRefusals(tx, before));
+  }
+
+  // ── artifacts ──
+  storeArtifact(
+    lease: Lease,
+    step: { stepId: string; position: number; attempts: number },
+    artifact: ArtifactRow,
+  ) {
+    return this.run.write((tx) => artifacts.storeArtifact(tx, lease, step, artifact));
+  }
+  getArtifact(tenantId: string, taskId: string, name: string) {
+    return this.run.read((tx) => artifacts.getArtifact(tx, tenantId, taskId, name));
   }
 
   // ── files ──
