@@ -94,6 +94,8 @@ export interface LonghaulOptions {
    */
   limits?: LimitsConfig;
   clock?: Clock;
+  /** The random source of retry jitter (default `Math.random`); injected so tests are exact. */
+  random?: () => number;
   ids?: IdGenerator;
   /** Default: pino at `LONGHAUL_LOG_LEVEL`, else `warn`, so a host app's stdout stays quiet. */
   logger?: Logger;
@@ -284,6 +286,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
             confirmSources,
             signalRetentionMs: limits.signal_retention_s * 1000,
             outbound,
+            ...(opts.random ? { random: opts.random } : {}),
             httpPressed: () => pressure?.pressed() ?? false,
           },
           opts.worker,

@@ -59,6 +59,10 @@ export async function startStack(
     metrics?: LonghaulOptions["metrics"];
     /** More sources, or other configurations of the ones made for each provider. */
     sources?: LonghaulOptions["sources"];
+    /** The simulator provider's enqueued-token budgets per model (provider admission). */
+    simEnqueuedTokens?: Record<string, number>;
+    /** The random source of the worker's retry jitter. */
+    random?: () => number;
     /** Where files' bytes live; default a directory in the stack's temporary directory. */
     blobs?: LonghaulOptions["blobs"];
   } = {},
@@ -86,7 +90,14 @@ export async function startStack(
     ...(opts.secretKeys ? { secretKeys: opts.secretKeys } : {}),
     ...(opts.metrics ? { metrics: opts.metrics } : {}),
     taskTypes: [...demoTaskTypes(tmp.dir), ...(opts.taskTypes ?? [])],
-    providers: [simProvider({ baseUrl: sim.url }), ...(opts.providers ?? [])],
+    providers: [
+      {
+        ...simProvider({ baseUrl: sim.url }),
+        ...(opts.simEnqueuedTokens ? { enqueuedTokens: opts.simEnqueuedTokens } : {}),
+      },
+      ...(opts.providers ?? []),
+    ],
+    ...(opts.random ? { random: opts.random } : {}),
     sources: {
       sim: { provider: "sim", secrets: [SIM_SECRET] },
       ...Object.fromEntries(

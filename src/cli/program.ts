@@ -200,6 +200,17 @@ export function buildProgram(version: string): Command {
     .addOption(new Option("--drop <rate>", "the share of webhooks never sent").argParser(rate))
     .addOption(new Option("--fail-create <rate>", "the share of job creations refused").argParser(rate))
     .addOption(
+      new Option(
+        "--throttle-create <rate>",
+        "the share of job creations answered 429 with Retry-After",
+      ).argParser(rate),
+    )
+    .addOption(
+      new Option("--retry-after <s>", "the Retry-After of those 429s, in seconds (default 7)").argParser(
+        wholeNumber(0, 86_400),
+      ),
+    )
+    .addOption(
       new Option("--delay-ms <min,max>", "the delay of each webhook, in milliseconds").argParser(delayRange),
     )
     .addHelpText("after", examples(["longhaul simulate --port 8788 --duplicate 0.1 --reorder 0.1"]))

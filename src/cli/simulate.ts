@@ -12,6 +12,8 @@ export interface SimulateOptions {
   reorder?: number;
   drop?: number;
   failCreate?: number;
+  throttleCreate?: number;
+  retryAfter?: number;
   delayMs?: [number, number];
 }
 
@@ -23,6 +25,8 @@ export async function simulate(o: SimulateOptions): Promise<void> {
     reorder: o.reorder,
     drop: o.drop,
     failCreate: o.failCreate,
+    throttleCreate: o.throttleCreate,
+    retryAfterS: o.retryAfter,
     delayMs: o.delayMs,
   };
   const sim = await startSimulator({

@@ -114,6 +114,8 @@ export interface JobRow {
   error: ErrorInfo | null;
   usage: JobUsage | null;
   idempotencyKey: string;
+  /** The provider's rate-limit answers to this job's creation so far (ARCHITECTURE §4.8). */
+  throttles: number;
   createdAt: number;
   updatedAt: number;
 }

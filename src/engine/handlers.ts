@@ -53,6 +53,12 @@ export const handlers: Handlers = {
     if (r.kind === "retrying") {
       d.log.warn({ jobId: r.jobId, attempt: r.attempt, err: r.message }, "dispatch failed; will retry");
     }
+    if (r.kind === "throttled") {
+      d.log.info(
+        { jobId: r.jobId, retryAt: new Date(r.retryAt).toISOString(), err: r.message },
+        "provider rate limit; job parked",
+      );
+    }
   },
 
   async apply_event(d, item, lease) {

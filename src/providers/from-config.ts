@@ -20,7 +20,7 @@ export interface ProviderConfig {
 const kinds = ["sim", "openai", "gemini", "http"] as const;
 
 /** The keys an entry of each kind takes; any other is refused by name. */
-const COMMON_KEYS = ["kind", "base_url", "api_key", "api_key_env", "timeout_ms"];
+const COMMON_KEYS = ["kind", "base_url", "api_key", "api_key_env", "timeout_ms", "enqueued_tokens"];
 const KEYS: Record<(typeof kinds)[number], readonly string[]> = {
   sim: COMMON_KEYS,
   openai: COMMON_KEYS,
@@ -41,7 +41,9 @@ function isProviderObject(entry: unknown): entry is Provider {
  * name sources refer to. An entry may be a `Provider` object of your own, used as it is. `sim` and `http` need `base_url`; `openai` and `gemini` need an
  * API key (`api_key`, or `api_key_env` naming a variable of `env`). `http` also takes
  * `create_path`, `status_path`, `cancel_path` and `headers`, and sends an API key, when
- * given, as `Authorization: Bearer`. Every kind takes `timeout_ms`.
+ * given, as `Authorization: Bearer`. Every kind takes `timeout_ms`, and `enqueued_tokens`: the
+ * most tokens the provider may hold enqueued for us per model, e.g. `{ "gpt-4o-mini": 2000000 }`
+ * (provider admission, ARCHITECTURE §4.8).
  */
 export function providersFromConfig(
   config: Record<string, ProviderConfig | Provider>,
@@ -66,6 +68,22 @@ function custom(name: string, provider: Provider): Provider {
 }
 
 function build(name: string, entry: unknown, env: Record<string, string | undefined>): Provider {
+  const provider = buildAdapter(name, entry, env);
+  const budgets = (entry as ProviderConfig).enqueued_tokens;
+  if (budgets === undefined) return provider;
+  if (
+    !isObject(budgets) ||
+    !Object.values(budgets).every((v) => typeof v === "number" && Number.isSafeInteger(v) && v > 0)
+  ) {
+    throw new LonghaulError(
+      "CONFIG_INVALID",
+      `Provider "${name}" in the config needs enqueued_tokens to be an object of models to positive whole numbers of tokens, such as { "gpt-4o-mini": 2000000 }.`,
+    );
+  }
+  return { ...provider, enqueuedTokens: { ...(budgets as Record<string, number>) } };
+}
+
+function buildAdapter(name: string, entry: unknown, env: Record<string, string | undefined>): Provider {
   const bad = (why: string): never => {
     throw new LonghaulError("CONFIG_INVALID", `Provider "${name}" in the config ${why}.`);
   };

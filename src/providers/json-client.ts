@@ -9,6 +9,8 @@ export interface JsonClientOptions {
   headers?: Record<string, string>;
   fetchImpl?: typeof fetch;
   timeoutMs: number;
+  /** The time a `Retry-After` HTTP-date is measured from; default the system clock. */
+  now?: () => number;
 }
 
 export interface JsonResponse {
@@ -26,7 +28,10 @@ export type JsonRequest = (
 /**
  * The one HTTP path of the REST adapters. `what` completes "could not …" in error messages.
  * A network failure, a timeout, a 5xx, a 408 or a 429 is a retriable `ProviderError`; any
- * other non-2xx is not. A 2xx body that is not JSON reads as `undefined`.
+ * other non-2xx is not. A 429 is `throttled` (a rate limit: retry later without counting an
+ * attempt), except OpenAI's `insufficient_quota`, which is billing: out of credit, it will
+ * not pass by waiting, so it is final. A `Retry-After` (seconds or an HTTP-date) becomes the
+ * error's `retryAfterMs`. A 2xx body that is not JSON reads as `undefined`.
  */
 export function jsonClient(options: JsonClientOptions): JsonRequest {
   const base = options.baseUrl.replace(/\/+$/, "");
@@ -36,6 +41,7 @@ export function jsonClient(options: JsonClientOptions): JsonRequest {
   return async (what, method, path, init = {}) => {
     let status: number;
     let text: string;
+    let retryAfter: string | null = null;
     try {
       const res = await fetchImpl(`${base}${path}`, {
         method,
@@ -49,6 +55,7 @@ export function jsonClient(options: JsonClientOptions): JsonRequest {
         signal: AbortSignal.timeout(timeoutMs),
       });
       status = res.status;
+      retryAfter = res.headers.get("retry-after");
       text = await res.text();
     } catch (cause) {
       throw new ProviderError(
@@ -66,14 +73,42 @@ export function jsonClient(options: JsonClientOptions): JsonRequest {
       body = undefined;
     }
     if (status >= 200 && status < 300) return { status, body };
-    const retriable = status >= 500 || status === 408 || status === 429;
+    const billing = status === 429 && errorCode(body) === "insufficient_quota";
+    const throttled = status === 429 && !billing;
+    const retriable = !billing && (status >= 500 || status === 408 || status === 429);
+    const retryAfterMs = parseRetryAfter(retryAfter, (options.now ?? Date.now)());
     throw new ProviderError(
       `${name}: could not ${what}: HTTP ${status}${describeError(body)}; ${
-        retriable ? "the request can be retried" : "retrying will not help"
+        throttled
+          ? `rate limited, the request can be retried${retryAfterMs === undefined ? "" : ` after ${Math.ceil(retryAfterMs / 1000)} s`}`
+          : retriable
+            ? "the request can be retried"
+            : billing
+              ? "the account is out of credit (billing); retrying will not help"
+              : "retrying will not help"
       }.`,
-      { retriable, status },
+      { retriable, status, throttled, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) },
     );
   };
+}
+
+/**
+ * A `Retry-After` header's wait in ms from `now`: delay-seconds, or an HTTP-date (a date
+ * passed is 0). Undefined when absent or unreadable.
+ */
+export function parseRetryAfter(value: string | null | undefined, now: number): number | undefined {
+  if (value == null) return undefined;
+  const v = value.trim();
+  if (/^\d+$/.test(v)) return Number(v) * 1000;
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/** The `error.code` (OpenAI) or `error.status` (Google APIs) of an error body, else "". */
+function errorCode(body: unknown): string {
+  const error = isObject(body) ? body.error : undefined;
+  if (!isObject(error)) return "";
+  return typeof error.code === "string" ? error.code : typeof error.status === "string" ? error.status : "";
 }
 
 /** `{error: {code|status, message}}`, the error body of OpenAI, Google APIs and the simulator. */
@@ -81,8 +116,7 @@ function describeError(body: unknown): string {
   const error = isObject(body) ? body.error : undefined;
   if (typeof error === "string") return `: ${error}`;
   if (!isObject(error)) return "";
-  const code =
-    typeof error.code === "string" ? error.code : typeof error.status === "string" ? error.status : "";
+  const code = errorCode(body);
   const message = typeof error.message === "string" ? `: ${error.message}` : "";
   return `${code === "" ? "" : ` ${code}`}${message}`;
 }

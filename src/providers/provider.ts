@@ -41,6 +41,12 @@ export interface Provider {
   status?(jobId: string): Promise<JobSnapshot>;
   cancel?(jobId: string): Promise<void>;
   /**
+   * Provider admission (ARCHITECTURE §4.8): the most tokens this provider may hold enqueued for
+   * us per model (`enqueued_tokens` in the config), summed over the jobs it is running. A model
+   * absent here has no budget. The model of a job is its input's `model`.
+   */
+  readonly enqueuedTokens?: Readonly<Record<string, number>>;
+  /**
    * For providers whose terminal events carry no result (OpenAI sends only the id): fetches
    * output and usage. The worker calls it before applying a `job.succeeded` without output.
    */
@@ -60,10 +66,29 @@ export class ProviderError extends Error {
   override readonly name = "ProviderError";
   readonly retriable: boolean;
   readonly status: number | undefined;
-  constructor(message: string, opts: { retriable: boolean; status?: number; cause?: unknown }) {
+  /**
+   * The provider is limiting our rate (a 429 such as OpenAI's `rate_limit_exceeded` or Gemini's
+   * `RESOURCE_EXHAUSTED`): the request is fine and will pass later. A dispatch parks the job and
+   * retries it without counting an attempt (ARCHITECTURE §4.8). Implies `retriable`.
+   */
+  readonly throttled: boolean;
+  /** How long the provider asked us to wait (its `Retry-After`), when it said. */
+  readonly retryAfterMs: number | undefined;
+  constructor(
+    message: string,
+    opts: {
+      retriable: boolean;
+      status?: number;
+      cause?: unknown;
+      throttled?: boolean;
+      retryAfterMs?: number;
+    },
+  ) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     brand(this, "longhaul:ProviderError");
-    this.retriable = opts.retriable;
+    this.throttled = opts.throttled ?? false;
+    this.retriable = opts.retriable || this.throttled;
     this.status = opts.status;
+    this.retryAfterMs = opts.retryAfterMs;
   }
 }

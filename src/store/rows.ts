@@ -158,6 +158,8 @@ export interface JobDbRow {
   idempotency_key: string;
   poll_after_ms: number | null;
   cancel_on_timeout: DbFlag;
+  throttles: number;
+  model: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -175,6 +177,7 @@ export const toJob = (r: JobDbRow): JobRow => ({
   error: parseJson<ErrorInfo | null>(r.error),
   usage: parseJson(r.usage),
   idempotencyKey: r.idempotency_key,
+  throttles: r.throttles ?? 0,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });

@@ -99,14 +99,27 @@ export interface AdvanceStore {
  * Jobs at their providers: admission, creation, the events that move them and the
  * reconciler's polls, up to their end (ARCHITECTURE §3.2, §3.5, §4.3, §4.6).
  */
+/** A provider's enqueued-token budget for one model (ARCHITECTURE §4.8). */
+export interface ProviderBudget {
+  model: string;
+  maxTokens: number;
+}
+
 export interface JobStore {
   getJob(jobId: string): Promise<JobRow | null>;
   /**
    * Admits a job under its tenant's quotas before it is created at the provider: `ok` (it
    * holds a slot now), `parked` (the item is given back until a slot frees) or `rejected`
-   * (over the token budget with the reject policy).
+   * (over the token budget with the reject policy). With `budget`, the job must also fit in its
+   * provider's enqueued-token budget for its model, or it is parked (ARCHITECTURE §4.8).
    */
-  acquireJobSlot(lease: Lease, jobId: string): Promise<"ok" | "parked" | "rejected">;
+  acquireJobSlot(lease: Lease, jobId: string, budget?: ProviderBudget): Promise<"ok" | "parked" | "rejected">;
+  /**
+   * The provider rate-limited the job's creation (a 429): the dispatch item waits until
+   * `retryAt` without counting an attempt, the job's throttle count grows, and the task's
+   * timeline gets a `job.throttled` event with the reason and `retry_at` (ARCHITECTURE §4.8).
+   */
+  throttleJob(lease: Lease, jobId: string, reason: string, retryAt: number): Promise<void>;
   /**
    * Records the provider's id for a dispatched job, completes the dispatch item, and
    * re-queues any event that arrived for that job before it was known (ARCHITECTURE §3.5).

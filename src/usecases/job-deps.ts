@@ -7,4 +7,6 @@ export interface JobWorkDeps {
   store: JobStore & QueueStore;
   clock: Clock;
   providers: ProviderLookup;
+  /** The random source of retry jitter; default `Math.random`. Injected so tests are exact. */
+  random?: (() => number) | undefined;
 }

@@ -11,6 +11,15 @@ export interface ChaosOptions {
   drop?: number;
   /** Answer a creation with 503 and create nothing. */
   failCreate?: number;
+  /**
+   * Answer a creation with 429 `rate_limit_exceeded` and a `Retry-After` (`retryAfterS`), and
+   * create nothing: a provider's rate limit (ARCHITECTURE §4.8).
+   */
+  throttleCreate?: number;
+  /** Answer the first n creation attempts of each key with that 429, whatever the rate. */
+  throttleFirstCreates?: number;
+  /** The `Retry-After` of a `throttleCreate` answer, in seconds; default 7. */
+  retryAfterS?: number;
   /** An extra delay before each event's first delivery, between these two bounds. */
   delayMs?: [number, number];
 }
@@ -51,9 +60,21 @@ export function failsCreate(seed: number, chaos: ChaosOptions, key: string, atte
   return chaosRoll(seed, key, String(attempt), "failCreate") < (chaos.failCreate ?? 0);
 }
 
+/** Whether the `attempt`-th creation request (1-based) with `key` is answered 429. */
+export function throttlesCreate(seed: number, chaos: ChaosOptions, key: string, attempt: number): boolean {
+  if (attempt <= (chaos.throttleFirstCreates ?? 0)) return true;
+  return chaosRoll(seed, key, String(attempt), "throttleCreate") < (chaos.throttleCreate ?? 0);
+}
+
 /** Throws `CONFIG_INVALID` unless every rate is in [0, 1] and the delay range is ordered. */
 export function checkChaos(chaos: ChaosOptions): void {
-  for (const name of ["duplicate", "reorder", "drop", "failCreate"] as const) {
+  for (const name of ["retryAfterS", "throttleFirstCreates"] as const) {
+    const n = chaos[name];
+    if (n !== undefined && !(Number.isSafeInteger(n) && n >= 0)) {
+      throw new LonghaulError("CONFIG_INVALID", `chaos.${name} is a whole number, 0 or more; got ${n}.`);
+    }
+  }
+  for (const name of ["duplicate", "reorder", "drop", "failCreate", "throttleCreate"] as const) {
     const rate = chaos[name];
     if (rate !== undefined && !(rate >= 0 && rate <= 1)) {
       throw new LonghaulError("CONFIG_INVALID", `chaos.${name} is a rate from 0 to 1; got ${rate}.`);

@@ -1,6 +1,6 @@
 import type { Clock } from "../../core/clock.ts";
 import type { IdGenerator } from "../../core/ids.ts";
-import { type ChaosOptions, eventChaos, failsCreate } from "./chaos.ts";
+import { type ChaosOptions, eventChaos, failsCreate, throttlesCreate } from "./chaos.ts";
 import { type ModelInput, runModel } from "./llm.ts";
 import type { SimJob, SimStore } from "./sim-store.ts";
 import type { TimerSet } from "./timer-set.ts";
@@ -41,14 +41,25 @@ export class JobRunner {
   }
 
   /**
-   * Counts a creation attempt with `key` and says whether chaos lets it through. A refused
-   * attempt creates nothing; the next attempt with the same key rolls again.
+   * Counts a creation attempt with `key` and says whether chaos lets it through (`ok`), or
+   * refuses it as unavailable (503) or rate-limited (429). A refused attempt creates nothing;
+   * the next attempt with the same key rolls again.
    */
-  admits(key: string): boolean {
-    const attempt = this.#o.store.nextCreateAttempt(key);
-    if (!failsCreate(this.#o.seed, this.#o.chaos, key, attempt)) return true;
-    this.#o.store.bump("failedCreates");
-    return false;
+  admits(key: string): "ok" | "unavailable" | "throttled" {
+    const { store, seed, chaos } = this.#o;
+    const attempt = store.nextCreateAttempt(key);
+    if (throttlesCreate(seed, chaos, key, attempt)) {
+      store.bump("throttledCreates");
+      return "throttled";
+    }
+    if (!failsCreate(seed, chaos, key, attempt)) return "ok";
+    store.bump("failedCreates");
+    return "unavailable";
+  }
+
+  /** The `Retry-After` of a rate-limited creation, in seconds. */
+  get retryAfterS(): number {
+    return this.#o.chaos.retryAfterS ?? 7;
   }
 
   /** The job of `key`, created and scheduled unless one exists (`created` says which). */

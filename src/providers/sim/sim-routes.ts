@@ -86,7 +86,18 @@ async function create(req: IncomingMessage, runner: JobRunner): Promise<Reply> {
   }
   const parsed = parseModelInput(input);
   if (!parsed.ok) return fail(400, "invalid_request", parsed.message);
-  if (!runner.admits(key)) {
+  const admitted = runner.admits(key);
+  if (admitted === "throttled") {
+    return {
+      ...fail(
+        429,
+        "rate_limit_exceeded",
+        "the simulator rate-limited this creation on purpose (chaos); retry after the Retry-After",
+      ),
+      headers: { "retry-after": String(runner.retryAfterS) },
+    };
+  }
+  if (admitted === "unavailable") {
     return {
       ...fail(
         503,

@@ -50,6 +50,8 @@ export interface SimStats {
   duplicated: number;
   reordered: number;
   failedCreates: number;
+  /** Creations answered 429 on purpose (chaos `throttleCreate`). */
+  throttledCreates: number;
 }
 
 export type SimCounter =
@@ -58,7 +60,8 @@ export type SimCounter =
   | "dropped"
   | "duplicated"
   | "reordered"
-  | "failedCreates";
+  | "failedCreates"
+  | "throttledCreates";
 
 const SCHEMA_VERSION = 1;
 
@@ -326,6 +329,7 @@ export class SimStore {
       duplicated: counters.duplicated ?? 0,
       reordered: counters.reordered ?? 0,
       failedCreates: counters.failedCreates ?? 0,
+      throttledCreates: counters.throttledCreates ?? 0,
     };
   }
 }

@@ -13,9 +13,18 @@ import { applyItem, PARK_MS, pollItem } from "../../core/work-item.ts";
 import { json } from "../json.ts";
 import { type DbFlag, type JobDbRow, toJob } from "../rows.ts";
 import type { Tx } from "../sql/tx.ts";
-import type { ApplyOutcome, InboxStatus, JobRow, Lease, NewInboxEvent, TaskRow } from "../store.ts";
+import type {
+  ApplyOutcome,
+  InboxStatus,
+  JobRow,
+  Lease,
+  NewInboxEvent,
+  ProviderBudget,
+  TaskRow,
+} from "../store.ts";
+import { fitsProviderBudget, parkForRoom, wakeAwaitingRoom } from "./admission-ops.ts";
 import { markInbox, recordEvent } from "./inbox-ops.ts";
-import { assertLease, park, removeItem } from "./queue-ops.ts";
+import { assertLease, deferUncounted, park, removeItem } from "./queue-ops.ts";
 import { lockTask } from "./task-ops.ts";
 import { countUsage, lockSlots, slotsInUse, tenant, wakeParked } from "./tenant-ops.ts";
 import { endWait } from "./wait-ops.ts";
@@ -38,20 +47,32 @@ export async function getJob(tx: Tx, jobId: string): Promise<JobRow | null> {
  * `admitJob` decides from the tenant read under its slot lock. `ok`: go on (the job now
  * holds a slot). `parked`: the dispatch item waits, woken when a slot frees. `rejected`: the
  * tenant's token budget of this period is spent, with the `reject` policy. Under a token
- * budget the job reserves its declared max tokens (see `admitTokens`).
+ * budget the job reserves its declared max tokens (see `admitTokens`). With `budget`, the job
+ * must then fit in its provider's enqueued-token budget for the model (`fitsProviderBudget`),
+ * or it is parked until a job there ends (ARCHITECTURE §4.8).
  * Locks: the tenant's `job_slots` key when it has a quota, so two admissions never both take
- * its last free slot or both fit in the budget's last tokens. Emits nothing.
+ * its last free slot or both fit in the budget's last tokens; then the provider budget's key.
+ * Emits `job.parked` when the job first waits for room at its provider.
  */
 export async function acquireJobSlot(
   tx: Tx,
   lease: Lease,
   jobId: string,
+  budget?: ProviderBudget,
 ): Promise<"ok" | "parked" | "rejected"> {
   await assertLease(tx, lease);
-  const known = await tx.get<{ tenant_id: string; slot: DbFlag; max_tokens: number | null }>(
-    "SELECT tenant_id, slot, max_tokens FROM jobs WHERE id = ?",
-    [jobId],
-  );
+  const known = await tx.get<{
+    id: string;
+    tenant_id: string;
+    task_id: string;
+    step_id: string;
+    provider: string;
+    model: string | null;
+    slot: DbFlag;
+    max_tokens: number | null;
+  }>("SELECT id, tenant_id, task_id, step_id, provider, model, slot, max_tokens FROM jobs WHERE id = ?", [
+    jobId,
+  ]);
   if (!known || known.slot) return "ok";
   let t = await tenant(tx, known.tenant_id);
   if (t && admissionLocks(t.quotas)) {
@@ -66,11 +87,54 @@ export async function acquireJobSlot(
     if (admitted.verdict === "parked") await park(tx, lease, tx.clock.now() + PARK_MS);
     return admitted.verdict;
   }
-  await tx.run(`UPDATE jobs SET slot = ${tx.d.true}, reserved_tokens = ? WHERE id = ?`, [
+  const maxTokens = Number(known.max_tokens ?? 0);
+  if (budget && !(await fitsProviderBudget(tx, jobId, known.provider, budget, maxTokens))) {
+    await parkForRoom(tx, lease, known, budget);
+    return "parked";
+  }
+  await tx.run(`UPDATE jobs SET slot = ${tx.d.true}, reserved_tokens = ?, model = ? WHERE id = ?`, [
     admitted.reserve,
+    budget?.model ?? null,
     jobId,
   ]);
   return "ok";
+}
+
+/**
+ * The provider rate-limited the job's creation (ARCHITECTURE §4.8): the item waits until
+ * `retryAt` counting no attempt (and not parked: a freed slot must not wake it before the
+ * provider's `Retry-After`), and the job counts one more throttle. No locks beyond the lease.
+ * Emits `job.throttled` with the reason and `retry_at`, which the task's timeline shows.
+ */
+export async function throttleJob(
+  tx: Tx,
+  lease: Lease,
+  jobId: string,
+  reason: string,
+  retryAt: number,
+): Promise<void> {
+  await assertLease(tx, lease);
+  await deferUncounted(tx, lease, retryAt, reason);
+  const j = await tx.get<{
+    tenant_id: string;
+    task_id: string;
+    step_id: string;
+    provider: string;
+    throttles: number;
+  }>("SELECT tenant_id, task_id, step_id, provider, throttles FROM jobs WHERE id = ?", [jobId]);
+  if (!j) return;
+  await tx.run("UPDATE jobs SET throttles = throttles + 1, updated_at = ? WHERE id = ?", [
+    tx.clock.now(),
+    jobId,
+  ]);
+  tx.emit(j.tenant_id, j.task_id, "job.throttled", {
+    step_id: j.step_id,
+    job_id: jobId,
+    provider: j.provider,
+    throttles: Number(j.throttles) + 1,
+    last_error: reason,
+    retry_at: new Date(retryAt).toISOString(),
+  });
 }
 
 const jobRow = (tx: Tx, jobId: string, lock = false) =>
@@ -166,6 +230,7 @@ async function endJobStep(
   await tx.run("DELETE FROM work_items WHERE dedupe_key = ? AND status = 'pending'", [`poll:${j.id}`]);
   await countUsage(tx, j.tenant_id, jobEndCounts(jobStatus, fields.usage));
   await wakeParked(tx, j.tenant_id);
+  if (j.model !== null) await wakeAwaitingRoom(tx);
   await endWait(tx, task, j.step_id, stepStatus, {
     ...(stepStatus === "succeeded" ? { output: fields.output } : {}),
     ...(fields.error ? { error: fields.error } : {}),

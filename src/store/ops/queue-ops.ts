@@ -119,6 +119,22 @@ export async function park(tx: Tx, lease: Lease, runAt: number): Promise<void> {
   );
 }
 
+/**
+ * Gives a leased item back until `runAt` without counting the attempt, and not parked (nothing
+ * wakes it early): a provider's rate limit, which says when to come back. Keeps `error` as the
+ * item's last error.
+ */
+export async function deferUncounted(tx: Tx, lease: Lease, runAt: number, error: string): Promise<void> {
+  await assertLease(tx, lease);
+  workItemMove(HELD, "pending");
+  const id = Number(lease.itemId);
+  await requeue(tx, id, runAt, error, false);
+  await tx.run(
+    `UPDATE work_items SET attempts = ${tx.d.greatest}(0, attempts - 1) WHERE id = ? AND status = 'pending'`,
+    [id],
+  );
+}
+
 /** A failed attempt: the item retries at `retryAt`, or goes to the dead letter after its last attempt. */
 export async function fail(tx: Tx, lease: Lease, error: string, retryAt: number): Promise<"retry" | "dead"> {
   await assertLease(tx, lease);

@@ -18,6 +18,7 @@ import { pageById } from "../sql/page.ts";
 import { inStates } from "../sql/states.ts";
 import type { Dialect, Tx } from "../sql/tx.ts";
 import type { NewTask, TaskDetail, TaskQuery, TaskRow } from "../store.ts";
+import { wakeAwaitingRoom } from "./admission-ops.ts";
 import { countUsage, tasksSubmittedToday, tenant, wakeParked } from "./tenant-ops.ts";
 
 /*
@@ -210,5 +211,6 @@ export async function cancelTask(tx: Tx, tenantId: string, taskId: string): Prom
   await tx.enqueue(live.map((j) => cancelJobItem(tenantId, j.id)));
   await setTaskStatus(tx, t, plan.to);
   await wakeParked(tx, tenantId);
+  await wakeAwaitingRoom(tx);
   return (await taskRow(tx, taskId))!;
 }

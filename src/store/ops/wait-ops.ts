@@ -43,6 +43,7 @@ import type {
   TaskRow,
   WaitAnswer,
 } from "../store.ts";
+import { wakeAwaitingRoom } from "./admission-ops.ts";
 import { assertLease, removeItem } from "./queue-ops.ts";
 import { lockTask, taskRow } from "./task-ops.ts";
 import { wakeParked } from "./tenant-ops.ts";
@@ -426,6 +427,7 @@ async function timeOutJob(tx: Tx, task: TaskRow, jobId: string): Promise<void> {
     job.id,
   ]);
   await wakeParked(tx, task.tenantId);
+  await wakeAwaitingRoom(tx);
   await tx.run("DELETE FROM work_items WHERE dedupe_key = ? AND status = 'pending'", [`poll:${job.id}`]);
   // A boolean on PostgreSQL, 1 or 0 under SQLite.
   if (job.cancel_on_timeout === true || job.cancel_on_timeout === 1) {

@@ -34,6 +34,7 @@ import type {
   NewTask,
   NewWebhookEndpoint,
   NewWorkItem,
+  ProviderBudget,
   Store,
   TaskQuery,
   WebhookRefusal,
@@ -143,8 +144,11 @@ export abstract class SqlStore implements Store {
   getJob(jobId: string) {
     return this.run.read((tx) => jobs.getJob(tx, jobId));
   }
-  acquireJobSlot(lease: Lease, jobId: string) {
-    return this.run.write((tx) => jobs.acquireJobSlot(tx, lease, jobId));
+  acquireJobSlot(lease: Lease, jobId: string, budget?: ProviderBudget) {
+    return this.run.write((tx) => jobs.acquireJobSlot(tx, lease, jobId, budget));
+  }
+  throttleJob(lease: Lease, jobId: string, reason: string, retryAt: number) {
+    return this.run.write((tx) => jobs.throttleJob(tx, lease, jobId, reason, retryAt));
   }
   recordJobCreated(lease: Lease, jobId: string, externalId: string, status: JobStatus) {
     return this.run.write((tx) => jobs.recordJobCreated(tx, lease, jobId, externalId, status));
