@@ -5,6 +5,7 @@ import { defineTask } from "../src/core/task-type.ts";
 import { type ApprovalConfig, approvalOutcome } from "../src/core/wait.ts";
 import { timelineEvents } from "../src/http/timeline-routes.ts";
 import type { StepRow, TaskEventRow } from "../src/store/store.ts";
+import { waitFor } from "./helpers.ts";
 import { type Stack, startStack } from "./stack.ts";
 import { end, get, submit, waitingStep } from "./task-waits.ts";
 
@@ -94,7 +95,11 @@ describe("approval links over HTTP", () => {
       assert.equal(r.body.error.code, "VALIDATION_FAILED");
       assert.match(r.body.error.message, /decision/);
     }
-    const t = await get(stack, id);
+    // The step is stored waiting before the run suspends; the task is waiting once it has.
+    const t = await waitFor(async () => {
+      const now = await get(stack, id);
+      return now.status === "running" ? null : now;
+    });
     assert.equal(t.status, "waiting", "refused decisions change nothing");
     assert.equal(t.steps[0].decisions, undefined);
   });

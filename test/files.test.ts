@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import { mkdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -338,5 +339,25 @@ describe("files: refused and cut-off uploads keep nothing", () => {
     req.destroy();
     await waitFor(() => blobTempsUnder(root).length === 0, 10_000, "the temporary file to be removed");
     await nothingKept();
+  });
+
+  test("the maintenance pass removes the temporary files a killed write left, older than an hour, and no other file", async () => {
+    mkdirSync(join(root, "files"), { recursive: true });
+    const stale = join(root, "files", ".tmp-left-by-a-killed-upload");
+    const fresh = join(root, "files", ".tmp-still-being-written");
+    writeFileSync(stale, "half");
+    writeFileSync(fresh, "half");
+    const twoHoursAgo = new Date(Date.now() - 2 * 3_600_000);
+    utimesSync(stale, twoHoursAgo, twoHoursAgo);
+    const now = Date.now();
+    await s.store.enqueue([
+      { kind: "maintenance", tenantId: null, payload: {}, runAt: now, dedupeKey: `test-${now}` },
+    ]);
+    await waitFor(() => !blobTempsUnder(root).some((p) => p.endsWith("killed-upload")), 10_000, "the sweep");
+    assert.ok(
+      blobTempsUnder(root).some((p) => p.endsWith("still-being-written")),
+      "a fresh temp is kept",
+    );
+    rmSync(fresh);
   });
 });

@@ -15,11 +15,15 @@ export interface Spooled {
   sha256: string;
 }
 
+/** Chunks are gathered into writes of about this many bytes. */
+const WRITE_BATCH_BYTES = 1024 * 1024;
+
 /**
- * Streams `body` into a new temporary file in `dir`, hashing and counting each chunk as it is
- * written (only one chunk is held at a time: each write is awaited before the next is read),
- * then fsyncs it. On any failure (the source errors or is destroyed, the limit is passed, the
- * disk fails) the temporary file is removed and the error rethrown.
+ * Streams `body` into a new temporary file in `dir`, hashing and counting each chunk as it
+ * arrives, then fsyncs it. Chunks are gathered into writes of about 1 MiB, and one write is in
+ * flight while the next batch is read: reading and writing overlap, and at most two batches are
+ * held. On any failure (the source errors or is destroyed, the limit is passed, the disk fails)
+ * the temporary file is removed and the error rethrown.
  */
 export async function spoolToTemp(
   dir: string,
@@ -30,6 +34,18 @@ export async function spoolToTemp(
   const hash = createHash("sha256");
   let size = 0;
   let file: FileHandle | undefined;
+  let inFlight: Promise<unknown> = Promise.resolve();
+  let batch: Uint8Array[] = [];
+  let batchBytes = 0;
+  const flush = async (fh: FileHandle) => {
+    await inFlight;
+    const chunks = batch;
+    batch = [];
+    batchBytes = 0;
+    inFlight = fh.writev(chunks);
+    // Awaited by the next flush or the end; a failure before then must not go unhandled.
+    inFlight.catch(() => {});
+  };
   try {
     file = await open(path, "wx");
     for await (const chunk of body) {
@@ -39,13 +55,18 @@ export async function spoolToTemp(
         throw fileTooLarge(options.maxBytes);
       }
       hash.update(bytes);
-      await file.write(bytes);
+      batch.push(bytes);
+      batchBytes += bytes.byteLength;
+      if (batchBytes >= WRITE_BATCH_BYTES) await flush(file);
     }
+    if (batchBytes > 0) await flush(file);
+    await inFlight;
     await file.sync();
     await file.close();
     file = undefined;
     return { path, size, sha256: hash.digest("hex") };
   } catch (err) {
+    await inFlight.catch(() => {});
     await file?.close().catch(() => {});
     await unlink(path).catch(() => {});
     throw err;

@@ -118,6 +118,9 @@ export const handlers: Handlers = {
     if (pruned.refusals > 0) {
       d.log.info({ refusals: pruned.refusals }, "pruned refused-webhook counts past their retention");
     }
+    if (pruned.blobTemps > 0) {
+      d.log.info({ blobTemps: pruned.blobTemps }, "removed temporary blob files a crashed write left");
+    }
   },
 
   async deliver(d, item, lease) {
