@@ -79,6 +79,8 @@ export const errorCodes = [
   "RANGE_NOT_SATISFIABLE",
   "FILE_TOO_LARGE",
   "FILE_NOT_FOUND",
+  "STORAGE_QUOTA_EXCEEDED",
+  "URL_NOT_ALLOWED",
 ] as const;
 
 export type ErrorCode = (typeof errorCodes)[number];

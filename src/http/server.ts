@@ -315,6 +315,7 @@ export function buildServer(d: ServerDeps): FastifyInstance {
         blobs: d.blobs,
         clock: d.clock,
         fileMaxBytes: limits.file_max_bytes,
+        storageQuotaBytes: limits.storage_quota_bytes,
       });
   });
   return app;
