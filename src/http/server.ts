@@ -300,6 +300,8 @@ export function buildServer(d: ServerDeps): FastifyInstance {
       urls: d.urls,
       metrics: d.metrics,
       schemaTimeoutMs: limits.schema_timeout_s * 1000,
+      files: d.store,
+      urlPolicy: { allowPrivateNetworks: d.outbound.allowPrivateNetworks },
     });
     timelineRoutes(api, d.store);
     taskTypesRoutes(api, d.taskTypes);
