@@ -32,6 +32,7 @@ import { openStore, sqlitePathOf } from "./store/open-store.ts";
 import type { Store } from "./store/store.ts";
 import { CapabilityUrls } from "./tokens/capability-urls.ts";
 import { type Keyring, keyringFromConfig, TOKEN_KEYS_META_KEY, type TokenKey } from "./tokens/keyring.ts";
+import { taskFiles } from "./usecases/task-files.ts";
 
 export interface LonghaulOptions {
   /** `sqlite:path` or `postgres://…`; ignored when `store` is given. Default `sqlite:.longhaul/longhaul.db`. */
@@ -287,6 +288,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
             signalRetentionMs: limits.signal_retention_s * 1000,
             outbound,
             ...(opts.random ? { random: opts.random } : {}),
+            taskFiles: (tenantId: string) => taskFiles({ files: store, blobs }, tenantId),
             httpPressed: () => pressure?.pressed() ?? false,
           },
           opts.worker,

@@ -1537,5 +1537,58 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
       assert.equal((await store.getFile(other.id, theirs.file.id))?.sha256, "aa");
       await store.close();
     });
+
+    test("files: the storage quota counts the tenant's files in the insert's transaction; the tenant's own quota wins", async () => {
+      const { clock, store, tenant, other } = await setup();
+      const file = (sha256: string, size: number, tenantId = tenant.id) => ({
+        tenantId,
+        filename: null,
+        contentType: "text/plain",
+        size,
+        sha256,
+        blobKey: `files/${tenantId}/${sha256}`,
+        createdAt: clock.now(),
+      });
+      const quota = { storageQuotaBytes: 100 };
+      assert.equal((await store.createFile(file("q1", 60), quota)).created, true);
+      await assert.rejects(store.createFile(file("q2", 41), quota), (err: LonghaulError) => {
+        assert.equal(err.code, "STORAGE_QUOTA_EXCEEDED");
+        assert.equal(err.details?.quota_bytes, 100);
+        return true;
+      });
+      assert.equal(
+        (await store.listFiles(tenant.id, { limit: 10 })).files.length,
+        1,
+        "no row for the refused file",
+      );
+      assert.equal(
+        (await store.createFile(file("q1", 60), quota)).created,
+        false,
+        "the same bytes again cost nothing",
+      );
+      assert.equal(
+        (await store.createFile(file("q3", 40), quota)).created,
+        true,
+        "exactly at the quota is allowed",
+      );
+      assert.equal(
+        (await store.createFile(file("q2", 41, other.id), quota)).created,
+        true,
+        "each tenant counts its own",
+      );
+      await store.updateTenant(tenant.id, { quotas: { storage_quota_bytes: 1000 } });
+      assert.equal(
+        (await store.createFile(file("q4", 500), quota)).created,
+        true,
+        "the tenant's own quota wins",
+      );
+      await store.updateTenant(tenant.id, { quotas: { storage_quota_bytes: 0 } });
+      assert.equal(
+        (await store.createFile(file("q5", 10_000), quota)).created,
+        true,
+        "0 lifts the tenant's cap",
+      );
+      await store.close();
+    });
   });
 }

@@ -1,8 +1,9 @@
 import type { Logger } from "pino";
 import type { Static } from "typebox";
 import { LonghaulError } from "../core/errors.ts";
+import type { UrlPolicy } from "../core/file-refs.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import type { TaskStore, WaitStore } from "../store/store.ts";
+import type { FileStore, TaskStore, WaitStore } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 import { cancelTask } from "../usecases/cancel-task.ts";
 import { getTask } from "../usecases/get-task.ts";
@@ -27,6 +28,10 @@ export interface TaskActionDeps {
   log?: Pick<Logger, "info" | "warn"> | undefined;
   /** How long a task type's schema may take (`limits.schema_timeout_s`). */
   schemaTimeoutMs?: number | undefined;
+  /** Where file references in submitted inputs are looked up; without it they are not checked. */
+  files?: Pick<FileStore, "getFile"> | undefined;
+  /** Which `{"url"}` references are allowed (`outbound.allow_private_networks` lets http and private hosts in). */
+  urlPolicy?: UrlPolicy | undefined;
 }
 
 /**
@@ -45,6 +50,8 @@ export async function submitAction(
       tasks: d.store,
       taskTypes: d.taskTypes,
       ...(d.schemaTimeoutMs === undefined ? {} : { schemaTimeoutMs: d.schemaTimeoutMs }),
+      ...(d.files ? { files: d.files } : {}),
+      ...(d.urlPolicy ? { urlPolicy: d.urlPolicy } : {}),
     },
     {
       tenantId,

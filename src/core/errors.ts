@@ -80,6 +80,8 @@ export const errorCodes = [
   "FILE_TOO_LARGE",
   "FILE_NOT_FOUND",
   "ARTIFACT_NOT_FOUND",
+  "STORAGE_QUOTA_EXCEEDED",
+  "URL_NOT_ALLOWED",
 ] as const;
 
 export type ErrorCode = (typeof errorCodes)[number];

@@ -79,3 +79,12 @@ export function fileBlobKey(tenantId: string, uploadId: string): string {
 export function fileNotFound(id: string): LonghaulError {
   return new LonghaulError("FILE_NOT_FOUND", `No file ${id} in this tenant.`);
 }
+
+/** `413 STORAGE_QUOTA_EXCEEDED`: the upload would take the tenant's files past `quota` bytes. */
+export function storageQuotaExceeded(quota: number, used: number, size: number): LonghaulError {
+  return new LonghaulError(
+    "STORAGE_QUOTA_EXCEEDED",
+    `The tenant's files take ${used} bytes; ${size} more would pass its storage quota of ${quota} bytes (limits.storage_quota_bytes or the tenant's quotas.storage_quota_bytes); nothing was kept.`,
+    { details: { quota_bytes: quota, used_bytes: used, size } },
+  );
+}

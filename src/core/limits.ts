@@ -34,6 +34,11 @@ export interface LimitsConfig {
   schema_timeout_s?: number;
   /** The largest file `POST /v1/files` accepts, in bytes. Default 1 GiB; 0 lifts the cap. */
   file_max_bytes?: number;
+  /**
+   * The bytes a tenant's files may take in all, checked at upload (`413 STORAGE_QUOTA_EXCEEDED`).
+   * A tenant's `quotas.storage_quota_bytes` overrides it. Default 10 GiB; 0 lifts the cap.
+   */
+  storage_quota_bytes?: number;
 }
 
 /** The limits in force: every key given a value, the deprecated `api_per_min` only when it was set. */
@@ -51,6 +56,7 @@ export const DEFAULT_LIMITS: Limits = {
   signal_retention_s: 7 * 86_400,
   schema_timeout_s: 5,
   file_max_bytes: 1024 ** 3,
+  storage_quota_bytes: 10 * 1024 ** 3,
 };
 
 /**

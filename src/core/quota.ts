@@ -17,6 +17,11 @@ export interface Quotas {
   budget_policy?: "park" | "reject";
   /** Submissions per second (per node), with a burst of twice that. */
   submit_rate_per_s?: number | null;
+  /**
+   * The bytes the tenant's files may take in all; overrides `limits.storage_quota_bytes` (0
+   * lifts the cap for this tenant; absent or null: that limit applies).
+   */
+  storage_quota_bytes?: number | null;
 }
 
 export type BudgetPeriod = "day" | "month";
@@ -37,7 +42,7 @@ export interface TenantRow {
   budgetPeriodStart: string;
 }
 
-const counts = ["max_concurrent_jobs", "tasks_per_day", "token_budget"] as const;
+const counts = ["max_concurrent_jobs", "tasks_per_day", "token_budget", "storage_quota_bytes"] as const;
 const known = [...counts, "budget_policy", "budget_period", "submit_rate_per_s"];
 
 /** Checks quotas from an API body or the CLI; throws VALIDATION_FAILED with the field named. */

@@ -55,6 +55,7 @@ export const LIMIT_MAX: Record<
   sse_streams_per_tenant: 100_000,
   webhook_endpoints_per_tenant: 10_000,
   file_max_bytes: 2 ** 40,
+  storage_quota_bytes: 2 ** 50,
 };
 
 /** The shortest admin key: a guessable one would open every tenant. */

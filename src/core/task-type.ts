@@ -1,5 +1,6 @@
 import type { ArtifactInfo } from "./artifact.ts";
 import type { Duration } from "./duration.ts";
+import type { TaskFiles } from "./file-refs.ts";
 import type { StandardSchemaV1 } from "./standard-schema.ts";
 import type { TaskLog } from "./task-log.ts";
 
@@ -148,6 +149,8 @@ export interface TaskInfo {
  * and `signal`; they are optional here so a context can be made by hand (in tests).
  */
 export interface TaskContext extends TaskInfo {
+  /** Opens the file references of the input (`{"file_id"}`), streamed from the blob store, scoped by the task's tenant. */
+  files?: TaskFiles;
   /** Replay-aware log lines: each is written once, to the task's timeline and the worker's log. */
   log?: TaskLog;
   /** Aborts when the task is canceled while its function runs: pass it to `fetch` and the like. */

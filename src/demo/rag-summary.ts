@@ -1,10 +1,11 @@
-import { defineTask } from "../core/task-type.ts";
+import { LonghaulError } from "../core/errors.ts";
+import { asFileRef, type FileRef } from "../core/file-refs.ts";
+import { defineTask, type TaskContext } from "../core/task-type.ts";
 import type { ChunkSink } from "./chunk-sink.ts";
 import { chunkText } from "./chunk-text.ts";
 
-export interface RagSummaryInput {
-  document: string;
-}
+/** The document inline (small texts), or a reference to it: one of the tenant's files or a URL. */
+export type RagSummaryInput = { document: string } | { file_id: string } | { url: string };
 
 export interface RagSummaryOutput {
   summary: string;
@@ -12,30 +13,56 @@ export interface RagSummaryOutput {
   location: string;
 }
 
+// What a path or URL looks like: refused as an inline document, since it would be summarized as text.
+const LOOKS_LIKE_LOCATION = /^(?:https?:\/\/|s3:\/\/|gs:\/\/|file:\/\/|\/[^\s]*$)/i;
+
+/** Reads a referenced document, streamed, as UTF-8 text. */
+async function readDocument(ref: FileRef, ctx: TaskContext): Promise<string> {
+  if (!ctx.files) throw new Error("this deployment gives tasks no ctx.files to read the document with");
+  const opened = await ctx.files.open(ref);
+  const decoder = new TextDecoder("utf-8");
+  let text = "";
+  for await (const chunk of opened.stream) text += decoder.decode(chunk, { stream: true });
+  return text + decoder.decode();
+}
+
 /**
- * `rag_summary`: the brief's pipeline. A summary from the (simulated) LLM, then the
- * post-processing a worker does once the webhook lands: chunk the document and store the
- * chunks. Each stage is a step, so a crash after the summary never pays for it twice.
+ * `rag_summary`: the brief's pipeline. The document is read (streamed, when it is a file
+ * reference), a summary comes from the (simulated) LLM, then the post-processing a worker does
+ * once the webhook lands: chunk the document and store the chunks. Each stage is a step, so a
+ * crash after the summary never pays for it twice.
  */
 export function ragSummary(sink: ChunkSink) {
   return defineTask<RagSummaryInput, RagSummaryOutput>(
     "rag_summary",
     async (input, step, ctx) => {
+      const ref = asFileRef(input);
+      const document =
+        ref === null
+          ? (input as { document: string }).document
+          : await step.run("read-document", () => readDocument(ref, ctx));
       const { summary } = await step.job<{ summary: string }>("summarize", {
         provider: "sim",
-        input: { instruction: "summarize", document: input.document },
+        input: { instruction: "summarize", document },
       });
       const chunks = await step.run("chunk", () =>
-        chunkText(input.document).map((text, i) => ({ id: `${ctx.taskId}-${i}`, text })),
+        chunkText(document).map((text, i) => ({ id: `${ctx.taskId}-${i}`, text })),
       );
       const { location } = await step.run("store-chunks", () => sink.put(ctx.taskId, chunks));
       return { summary, chunks: chunks.length, location };
     },
     {
       validate(input) {
-        const d = (input as Partial<RagSummaryInput> | null)?.document;
+        if (asFileRef(input)) return;
+        const d = (input as { document?: unknown } | null)?.document;
         if (typeof d !== "string" || d.trim().length === 0)
-          throw new Error('"document" must be a non-empty string');
+          throw new Error('give "document" (a non-empty string), {"file_id": …} or {"url": …}');
+        if (LOOKS_LIKE_LOCATION.test(d.trim()))
+          throw new LonghaulError(
+            "VALIDATION_FAILED",
+            '"document" is the text itself; to summarize a file at a URL or path, pass {"url": …} (or upload it and pass {"file_id": …}).',
+            { param: "input.url" },
+          );
       },
     },
   );

@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { BlobStore } from "../blobs/blob-store.ts";
 import type { Clock } from "../core/clock.ts";
+import type { TaskFiles } from "../core/file-refs.ts";
 import type { Registry } from "../core/registry.ts";
 import type { TaskType } from "../core/task-type.ts";
 import type { Metrics } from "../metrics/metrics.ts";
@@ -61,6 +62,8 @@ export interface EngineDeps {
   /** How outbound webhooks are sent: retry schedule, SSRF policy, attempt timeout. */
   outbound: OutboundSettings;
   random?: () => number;
+  /** The `ctx.files` of a tenant's tasks (files streamed from the blob store); absent: none. */
+  taskFiles?: (tenantId: string) => TaskFiles;
   /**
    * True while the HTTP server of the same process is pressed (`httpPressure`): the worker
    * then claims at most YIELD_CLAIM items at a time, YIELD_PAUSE_MS apart. Absent: never pressed.

@@ -96,6 +96,10 @@ export const errorStatus: Readonly<Record<ErrorCode, number>> = {
   FILE_NOT_FOUND: 404,
   /** No artifact of that name on the task (or the task is another tenant's). */
   ARTIFACT_NOT_FOUND: 404,
+  /** An upload that would take the tenant's files past its storage quota; nothing was kept. */
+  STORAGE_QUOTA_EXCEEDED: 413,
+  /** A `{"url": …}` in a task input (or read by a task) whose scheme or host is not allowed. */
+  URL_NOT_ALLOWED: 400,
 };
 
 /** The HTTP status of an error: its code's, or 500 for anything that is not a LonghaulError. */

@@ -21,6 +21,8 @@ export interface FilesRoutesDeps {
   clock: Clock;
   /** `limits.file_max_bytes`; 0 lifts the cap. */
   fileMaxBytes: number;
+  /** `limits.storage_quota_bytes`; 0 lifts it. */
+  storageQuotaBytes: number;
 }
 
 const toWire = (f: FileRow) => ({
@@ -102,7 +104,12 @@ export function filesRoutes(app: Api, d: FilesRoutesDeps): void {
             filename: req.query.filename,
           };
         }
-        const r = await uploadFile(deps, { tenantId: req.tenant.id, ...upload, maxBytes: d.fileMaxBytes });
+        const r = await uploadFile(deps, {
+          tenantId: req.tenant.id,
+          ...upload,
+          maxBytes: d.fileMaxBytes,
+          storageQuotaBytes: d.storageQuotaBytes,
+        });
         return reply.status(r.created ? 201 : 200).send(toWire(r.file));
       },
     );

@@ -301,6 +301,8 @@ export function buildServer(d: ServerDeps): FastifyInstance {
       urls: d.urls,
       metrics: d.metrics,
       schemaTimeoutMs: limits.schema_timeout_s * 1000,
+      files: d.store,
+      urlPolicy: { allowPrivateNetworks: d.outbound.allowPrivateNetworks },
     });
     timelineRoutes(api, d.store);
     taskTypesRoutes(api, d.taskTypes);
@@ -317,6 +319,7 @@ export function buildServer(d: ServerDeps): FastifyInstance {
         blobs: d.blobs,
         clock: d.clock,
         fileMaxBytes: limits.file_max_bytes,
+        storageQuotaBytes: limits.storage_quota_bytes,
       });
   });
   return app;

@@ -403,8 +403,13 @@ export interface Store
  * delete names the tenant: another tenant's id reads as none.
  */
 export interface FileStore {
-  /** Inserts the file, or answers the tenant's file with the same SHA-256 (`created: false`). */
-  createFile(f: NewFile): Promise<{ file: FileRow; created: boolean }>;
+  /**
+   * Inserts the file, or answers the tenant's file with the same SHA-256 (`created: false`).
+   * With `storageQuotaBytes` (`limits.storage_quota_bytes`; the tenant's own quota wins), a new
+   * file that would take the tenant past its quota is refused, STORAGE_QUOTA_EXCEEDED, in the
+   * same transaction that would have inserted it.
+   */
+  createFile(f: NewFile, opts?: { storageQuotaBytes?: number }): Promise<{ file: FileRow; created: boolean }>;
   getFile(tenantId: string, id: string): Promise<FileRow | null>;
   /** The tenant's files, newest first. */
   listFiles(

@@ -1,6 +1,7 @@
 import type { BlobStore } from "../blobs/blob-store.ts";
 import type { Clock } from "../core/clock.ts";
 import { LonghaulError, toErrorInfo } from "../core/errors.ts";
+import type { TaskFiles } from "../core/file-refs.ts";
 import { type RunResult, runTask } from "../core/replay.ts";
 import type { LogLine } from "../core/task-log.ts";
 import type { TaskType } from "../core/task-type.ts";
@@ -51,6 +52,8 @@ export async function advanceTask(
     defaultTimeoutMs: number;
     random?: (() => number) | undefined;
     onLog?: (line: LogLine, who: TaskLogSubject) => void;
+    /** The `ctx.files` of a tenant's tasks; absent: tasks have none. */
+    taskFiles?: ((tenantId: string) => TaskFiles) | undefined;
   },
   a: { taskId: string; lease: Lease; attempts: number },
 ): Promise<AdvanceTaskResult> {
@@ -91,7 +94,14 @@ export async function advanceTask(
     result = await runTask({
       fn: type.run,
       input: task.input,
-      ctx: { taskId, tenantId: task.tenantId, type: task.type, userId: task.userId, traceId: task.traceId },
+      ctx: {
+        taskId,
+        tenantId: task.tenantId,
+        type: task.type,
+        userId: task.userId,
+        traceId: task.traceId,
+        ...(d.taskFiles ? { files: d.taskFiles(task.tenantId) } : {}),
+      },
       signal: canceled.signal,
       history,
       ports: {

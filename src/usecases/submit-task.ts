@@ -1,7 +1,9 @@
 import { LonghaulError } from "../core/errors.ts";
+import type { UrlPolicy } from "../core/file-refs.ts";
 import { describeThrown } from "../core/json-input.ts";
 import type { TaskType } from "../core/task-type.ts";
-import type { TaskRow, TaskStore } from "../store/store.ts";
+import type { FileStore, TaskRow, TaskStore } from "../store/store.ts";
+import { checkInputRefs } from "./check-input-refs.ts";
 import { DEFAULT_SCHEMA_TIMEOUT_MS, schemaInput } from "./schema-input.ts";
 
 /** The task types a node knows; `get` throws TASK_TYPE_UNKNOWN for a name it does not. */
@@ -25,10 +27,18 @@ export interface SubmitTaskInput {
  * what is stored); then one store transaction checks the tenant's quotas, writes the task
  * (unique by tenant + client request id) and queues its first advance. `created` is false when an earlier submit with the same id won.
  * A schema that fails in itself (throws, takes over `schemaTimeoutMs`, answers an output JSON
- * cannot carry) is TASK_SCHEMA_FAILED (see `schemaInput`).
+ * cannot carry) is TASK_SCHEMA_FAILED (see `schemaInput`). File references in the input (any
+ * type's) are checked before anything is stored: FILE_NOT_FOUND, URL_NOT_ALLOWED (`checkInputRefs`).
  */
 export async function submitTask(
-  d: { tasks: TaskStore; taskTypes: TaskTypeLookup; schemaTimeoutMs?: number },
+  d: {
+    tasks: TaskStore;
+    taskTypes: TaskTypeLookup;
+    schemaTimeoutMs?: number;
+    /** Where `{"file_id"}` references in the input are looked up; without it they are not checked. */
+    files?: Pick<FileStore, "getFile">;
+    urlPolicy?: UrlPolicy;
+  },
   s: SubmitTaskInput,
 ): Promise<{ task: TaskRow; created: boolean }> {
   const type = d.taskTypes.get(s.type);
@@ -54,6 +64,13 @@ export async function submitTask(
         `Input for ${s.type} is not valid: ${err instanceof Error ? err.message : describeThrown(err)}`,
       );
     }
+  }
+  if (d.files) {
+    await checkInputRefs(
+      { files: d.files, urlPolicy: d.urlPolicy ?? { allowPrivateNetworks: false } },
+      s.tenantId,
+      stored,
+    );
   }
   return d.tasks.submitTask({
     tenantId: s.tenantId,

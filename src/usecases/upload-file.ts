@@ -12,6 +12,8 @@ export interface UploadFileInput {
   filename?: string | undefined;
   /** `limits.file_max_bytes`; 0 lifts the cap. */
   maxBytes: number;
+  /** `limits.storage_quota_bytes` (the tenant's `quotas.storage_quota_bytes` wins); 0 lifts it. */
+  storageQuotaBytes?: number;
 }
 
 /**
@@ -19,7 +21,9 @@ export interface UploadFileInput {
  * counted there, `FILE_TOO_LARGE` past the cap), and only then records its row (ARCHITECTURE
  * §3.8, bytes before row). A body cut off midway leaves no blob and no row. The same bytes
  * again in the same tenant answer the existing file (`created: false`) and the new copy is
- * removed. When the row cannot be written the bytes are removed too.
+ * removed. When the row cannot be written the bytes are removed too, as when the file would take
+ * the tenant past its storage quota (`413 STORAGE_QUOTA_EXCEEDED`, counted in the transaction
+ * that would insert the row, so uploads at once cannot both slip under it).
  */
 export async function uploadFile(
   d: { files: FileStore; blobs: BlobStore; clock: Clock },
@@ -32,15 +36,18 @@ export async function uploadFile(
   const stored = await d.blobs.put(blobKey, q.body, cap === undefined ? {} : { maxBytes: cap });
   let result: { file: FileRow; created: boolean };
   try {
-    result = await d.files.createFile({
-      tenantId: q.tenantId,
-      filename,
-      contentType,
-      size: stored.size,
-      sha256: stored.sha256,
-      blobKey,
-      createdAt: d.clock.now(),
-    });
+    result = await d.files.createFile(
+      {
+        tenantId: q.tenantId,
+        filename,
+        contentType,
+        size: stored.size,
+        sha256: stored.sha256,
+        blobKey,
+        createdAt: d.clock.now(),
+      },
+      q.storageQuotaBytes === undefined ? {} : { storageQuotaBytes: q.storageQuotaBytes },
+    );
   } catch (err) {
     await d.blobs.delete(blobKey).catch(() => {});
     throw err;

@@ -1,5 +1,7 @@
 import type { FileRow, NewFile } from "../../core/file.ts";
-import { FILE_ID_PREFIX } from "../../core/file.ts";
+import { FILE_ID_PREFIX, storageQuotaExceeded } from "../../core/file.ts";
+import type { Quotas } from "../../core/quota.ts";
+import { parseJson } from "../json.ts";
 import { pageById } from "../sql/page.ts";
 import type { Tx } from "../sql/tx.ts";
 
@@ -37,7 +39,17 @@ const toFile = (r: FileDbRow): FileRow => ({
  * caller then removes the new bytes. Races between two uploads of the same bytes are settled
  * by the index: one inserts, the other reads it.
  */
-export async function createFile(tx: Tx, f: NewFile): Promise<{ file: FileRow; created: boolean }> {
+export async function createFile(
+  tx: Tx,
+  f: NewFile,
+  opts: { storageQuotaBytes?: number } = {},
+): Promise<{ file: FileRow; created: boolean }> {
+  const same = await tx.get<FileDbRow>("SELECT * FROM files WHERE tenant_id = ? AND sha256 = ?", [
+    f.tenantId,
+    f.sha256,
+  ]);
+  if (same) return { file: toFile(same), created: false };
+  if (opts.storageQuotaBytes !== undefined) await checkStorageQuota(tx, f, opts.storageQuotaBytes);
   const id = tx.ids.next(FILE_ID_PREFIX);
   const inserted = await tx.run(
     `INSERT INTO files (id, tenant_id, filename, content_type, size, sha256, blob_key, created_at)
@@ -52,6 +64,27 @@ export async function createFile(tx: Tx, f: NewFile): Promise<{ file: FileRow; c
   ]);
   if (!existing) throw new Error("a file conflicted on (tenant_id, sha256) but none was found");
   return { file: toFile(existing), created: false };
+}
+
+/**
+ * Refuses a file that would take its tenant's files past the storage quota: the tenant's
+ * `quotas.storage_quota_bytes`, else `fallback` (`limits.storage_quota_bytes`); 0 is no cap.
+ * The tenant's row is locked first, so two uploads at once are counted one after the other.
+ */
+async function checkStorageQuota(tx: Tx, f: NewFile, fallback: number): Promise<void> {
+  const tenant = await tx.get<{ quotas: string }>(
+    `SELECT quotas FROM tenants WHERE id = ?${tx.d.forUpdate}`,
+    [f.tenantId],
+  );
+  const own = tenant ? parseJson<Quotas>(tenant.quotas)?.storage_quota_bytes : undefined;
+  const quota = own ?? fallback;
+  if (quota <= 0) return;
+  const used = await tx.get<{ n: number | string | null }>(
+    "SELECT COALESCE(SUM(size), 0) AS n FROM files WHERE tenant_id = ?",
+    [f.tenantId],
+  );
+  const total = Number(used?.n ?? 0);
+  if (total + f.size > quota) throw storageQuotaExceeded(quota, total, f.size);
 }
 
 /** One of the tenant's files, or null: another tenant's id reads as none. */

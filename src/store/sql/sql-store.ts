@@ -335,8 +335,8 @@ export abstract class SqlStore implements Store {
   }
 
   // ── files ──
-  createFile(f: NewFile) {
-    return this.run.write((tx) => files.createFile(tx, f));
+  createFile(f: NewFile, opts?: { storageQuotaBytes?: number }) {
+    return this.run.write((tx) => files.createFile(tx, f, opts));
   }
   getFile(tenantId: string, id: string) {
     return this.run.read((tx) => files.getFile(tx, tenantId, id));
