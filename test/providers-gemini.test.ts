@@ -410,6 +410,7 @@ describe("through the engine", () => {
 describe("parseEvent", () => {
   const envelopes = [
     ["batch.succeeded", "batches/b7", "job.succeeded"],
+    ["batch.completed", "batches/b7", "job.succeeded"],
     ["batch.failed", "batches/b7", "job.failed"],
     ["batch.expired", "batches/b7", "job.failed"],
     ["batch.cancelled", "batches/b7", "job.canceled"],

@@ -7,6 +7,8 @@ import { operationSnapshot, rpcError } from "./gemini-resources.ts";
 /** Gemini webhook event types, the job event each one is, and the prefix of the resource it names. */
 export const geminiEventTypes: Readonly<Record<string, { type: JobEventType; family: string }>> = {
   "batch.succeeded": { type: "job.succeeded", family: "batches/" },
+  // The Batch API's own word for the end of a batch; the same end as `batch.succeeded`.
+  "batch.completed": { type: "job.succeeded", family: "batches/" },
   "batch.failed": { type: "job.failed", family: "batches/" },
   "batch.expired": { type: "job.failed", family: "batches/" },
   "batch.cancelled": { type: "job.canceled", family: "batches/" },
