@@ -1,9 +1,35 @@
-import type { ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 
-// What the benches that run servers as processes of their own share: a free loopback port, the
-// arguments of `longhaul serve`, stopping a child, and the CPU time a process has used.
+// What the benches that run servers as processes of their own share: starting a child that keeps
+// its output, a free loopback port, the arguments of `longhaul serve`, stopping a child, and the
+// CPU time a process has used.
+
+/** A bench's children, for killing what is left when it ends. */
+export const children = new Set<ChildProcess>();
+
+/** Starts `node args` in `cwd`; its output is kept (the last 8 KiB) for an error message. */
+export function startChild(
+  cwd: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): { child: ChildProcess; output: () => string } {
+  const child = spawn(process.execPath, args, {
+    cwd,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.add(child);
+  child.on("exit", () => children.delete(child));
+  let out = "";
+  const keep = (b: Buffer) => {
+    out = (out + b.toString()).slice(-8192);
+  };
+  child.stdout!.on("data", keep);
+  child.stderr!.on("data", keep);
+  return { child, output: () => out };
+}
 
 /**
  * A process's name and the CPU time it has used so far, in seconds (user + system): all its

@@ -39,14 +39,14 @@
 // (the thread pool that syncs, the garbage collector's) find a core of their own.
 //
 // The table goes to stdout and is appended to bench/RESULTS.md with the machine and the command.
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
-import { exited, freePort, processCpu, serveArgs, stopChild } from "./children.ts";
+import { children, exited, freePort, processCpu, serveArgs, startChild, stopChild } from "./children.ts";
 import { commandLine, fmt, machineLine, recordResult, table } from "./load.ts";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -81,26 +81,9 @@ interface Load {
   series?: { start: number | null; ms: number; counts: number[] };
 }
 
-const children = new Set<ChildProcess>();
 const dirs: string[] = [];
 
-/** Starts a child process; its output is kept (the last 8 KiB) for an error message. */
-function start(args: string[], env: NodeJS.ProcessEnv = {}): { child: ChildProcess; output: () => string } {
-  const child = spawn(process.execPath, args, {
-    cwd: root,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.add(child);
-  child.on("exit", () => children.delete(child));
-  let out = "";
-  const keep = (b: Buffer) => {
-    out = (out + b.toString()).slice(-8192);
-  };
-  child.stdout!.on("data", keep);
-  child.stderr!.on("data", keep);
-  return { child, output: () => out };
-}
+const start = (args: string[], env: NodeJS.ProcessEnv = {}) => startChild(root, args, env);
 
 /**
  * The CPU time a process has used so far, in seconds, all its threads and its main thread's;

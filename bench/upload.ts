@@ -12,12 +12,12 @@
 // the first byte sent to the answer), and the server's RSS growth over it (VmRSS from /proc,
 // sampled every 20 ms, its peak less its value before the upload). Every temporary folder is
 // removed at the end. The table goes to stdout and is appended to bench/RESULTS.md.
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { exited, stopChild } from "./children.ts";
+import { children, exited, startChild, stopChild } from "./children.ts";
 import { commandLine, fmt, machineLine, recordResult, table } from "./load.ts";
 
 const MIB = Number(process.env.BENCH_UPLOAD_MIB ?? 1024);
@@ -48,21 +48,9 @@ async function serveLonghaul(dir: string): Promise<void> {
   console.log(JSON.stringify({ url, key }));
 }
 
-const children = new Set<ChildProcess>();
 const dirs: string[] = [];
 
-function start(args: string[]): { child: ChildProcess; output: () => string } {
-  const child = spawn(process.execPath, args, { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
-  children.add(child);
-  child.on("exit", () => children.delete(child));
-  let out = "";
-  const keep = (b: Buffer) => {
-    out = (out + b.toString()).slice(-8192);
-  };
-  child.stdout!.on("data", keep);
-  child.stderr!.on("data", keep);
-  return { child, output: () => out };
-}
+const start = (args: string[]) => startChild(root, args);
 
 async function firstLine(output: () => string, child: ChildProcess): Promise<Record<string, string>> {
   const deadline = Date.now() + 30_000;

@@ -324,6 +324,8 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     urls,
     metrics,
     schemaTimeoutMs: limits.schema_timeout_s * 1000,
+    files: store,
+    urlPolicy: { allowPrivateNetworks: outbound.allowPrivateNetworks },
     tenant: opts.tenant,
   });
   const fetch = fetchHandler(server, { clientAddress: opts.clientAddress, log });

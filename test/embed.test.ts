@@ -112,6 +112,14 @@ describe("an embedded instance: submit, signal, cancel, drain and fetch without 
       (e: LonghaulError) => e.code === "VALIDATION_FAILED" && /"text" must be a string/.test(e.message),
     );
     await assert.rejects(
+      lh.submit({ type: "double", input: { n: 1, doc: { file_id: "file_01JNOSUCHFILE0000000000000" } } }),
+      (e: LonghaulError) => e.code === "FILE_NOT_FOUND" && e.param === "input.doc.file_id",
+    );
+    await assert.rejects(
+      lh.submit({ type: "double", input: { n: 1, doc: { url: "https://127.0.0.1/x" } } }),
+      (e: LonghaulError) => e.code === "URL_NOT_ALLOWED",
+    );
+    await assert.rejects(
       lh.submit({ input: {} } as never),
       (e: LonghaulError) => e.code === "VALIDATION_FAILED" && e.message === '"type" in the body is required.',
     );
