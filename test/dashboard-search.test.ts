@@ -173,6 +173,10 @@ describe("the dashboard's forms and search in a browser", {
       null,
       { timeout: 10_000 },
     );
+    // The unfiltered list showed the task too: wait for the filtered answer, the one row.
+    await page.waitForFunction(() => document.querySelectorAll("tr[data-task]").length === 1, null, {
+      timeout: 10_000,
+    });
     await row.waitFor({ timeout: 10_000 });
     assert.equal(await page.locator("tr[data-task]").count(), 1);
     const hash = new URLSearchParams((await page.evaluate(() => location.hash)).split("?")[1]);

@@ -124,7 +124,15 @@ export const tasks = [{ name: "app.charge", run: async () => { throw new NonRetr
   const cb = await dev.api("/v1/tasks", { type: "demo.callback", input: {} });
   const cbId: string = cb.body.task_id;
   await waitFor(() => lineWith(dev.out(), "waiting", cbId, "on a callback"), 30_000, "the callback wait");
-  const fromApi = (await dev.api(`/v1/tasks/${cbId}`)).body;
+  // The line comes once the wait is stored; the task itself is waiting once its run has suspended.
+  const fromApi = await waitFor(
+    async () => {
+      const t = (await dev.api(`/v1/tasks/${cbId}`)).body;
+      return t.status === "waiting" ? t : null;
+    },
+    30_000,
+    "the task to suspend",
+  );
   assert.match(fromApi.steps.at(-1).callback_url, /\/v1\/callbacks\//);
   const shown = await new Promise<string>((resolve, reject) =>
     execFile(
