@@ -3,18 +3,12 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { FsBlobStore } from "../src/blobs/fs-blob-store.ts";
 import { hashApiKey, newApiKey } from "../src/core/api-keys.ts";
-import { blobTempsUnder, tempDir, waitFor } from "./helpers.ts";
+import { blobKeys, blobTempsUnder, tempDir, waitFor } from "./helpers.ts";
 import { type Stack, startStack } from "./stack.ts";
 
 // Files as tasks use them, over real HTTP on a real SQLite file: the tenant's storage quota at
 // upload (the store's side on both dialects is in test/store-contract.ts), and file references
 // in submitted inputs.
-
-async function blobKeys(blobs: FsBlobStore): Promise<string[]> {
-  const keys: string[] = [];
-  for await (const k of blobs.list("files/")) keys.push(k);
-  return keys;
-}
 
 describe("files in tasks' inputs over HTTP", () => {
   let s: Stack;

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { FsBlobStore } from "../src/blobs/fs-blob-store.ts";
 import { hashApiKey, newApiKey } from "../src/core/api-keys.ts";
-import { blobTempsUnder, tempDir, waitFor } from "./helpers.ts";
+import { blobKeys, blobTempsUnder, tempDir, waitFor } from "./helpers.ts";
 import { type Stack, startStack } from "./stack.ts";
 
 // /v1/files over real HTTP on a real SQLite file (src/http/files-routes.ts): bytes streamed to
@@ -31,12 +31,6 @@ function streamedBody(size: number): { body: ReadableStream<Uint8Array>; digest:
     },
   });
   return { body, digest: () => hash.digest("hex") };
-}
-
-async function blobKeys(blobs: FsBlobStore): Promise<string[]> {
-  const keys: string[] = [];
-  for await (const k of blobs.list("files/")) keys.push(k);
-  return keys;
 }
 
 describe("files over HTTP", () => {

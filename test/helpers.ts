@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { type Logger, pino } from "pino";
+import type { BlobStore } from "../src/blobs/blob-store.ts";
 import type { Store } from "../src/store/store.ts";
 
 /** A fresh temporary directory, removed by the returned cleanup. */
@@ -105,4 +106,11 @@ export function blobTempsUnder(root: string): string[] {
   };
   walk(root);
   return out;
+}
+
+/** The keys of the files' blobs (`files/…`) a blob store holds. */
+export async function blobKeys(blobs: BlobStore): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const k of blobs.list("files/")) keys.push(k);
+  return keys;
 }
