@@ -82,6 +82,7 @@ export const errorCodes = [
   "ARTIFACT_NOT_FOUND",
   "STORAGE_QUOTA_EXCEEDED",
   "URL_NOT_ALLOWED",
+  "PROVIDER_RESULT_INVALID",
 ] as const;
 
 export type ErrorCode = (typeof errorCodes)[number];

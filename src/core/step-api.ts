@@ -1,4 +1,5 @@
 import { type ArtifactInfo, artifactNameProblem, artifactStepId } from "./artifact.ts";
+import { batchStep } from "./batch-step.ts";
 import type { Duration } from "./duration.ts";
 import { toMs } from "./duration.ts";
 import { NonRetriableError, StepError, toErrorInfo } from "./errors.ts";
@@ -11,6 +12,7 @@ import type {
   ApprovalResult,
   ArtifactData,
   ArtifactOptions,
+  BatchOptions,
   CallbackOptions,
   JobOptions,
   RunContext,
@@ -25,7 +27,7 @@ import { approvalProblem } from "./wait.ts";
  * (or replays a stored one) and blocks.
  */
 export function stepApi(run: ReplayRun): StepApi {
-  return {
+  const api: StepApi = {
     run: <T>(id: string, fn: (c: RunContext) => T | Promise<T>) => runStep<T>(run, id, fn),
     job: <T>(id: string, options: JobOptions) => jobStep<T>(run, id, options),
     callback: <T>(id: string, options?: CallbackOptions, handoff?: (url: string) => unknown) =>
@@ -35,7 +37,9 @@ export function stepApi(run: ReplayRun): StepApi {
     artifact: (name: string, data: ArtifactData, options?: ArtifactOptions) =>
       artifactStep(run, name, data, options),
     waitForEvent: <T>(id: string, options: WaitForEventOptions) => waitForEventStep<T>(run, id, options),
+    batch: <T>(id: string, options: BatchOptions) => batchStep<T>(run, api, id, options),
   };
+  return api;
 }
 
 /**

@@ -99,6 +99,60 @@ export interface ArtifactOptions {
   contentType?: string;
 }
 
+/** One request of a batch: the provider's request body under a caller-chosen id. */
+export interface BatchRequest {
+  /** Unique within the batch; the item of the result carries it back. */
+  custom_id: string;
+  /** The body of one call to the batch's endpoint (e.g. a Responses API request). */
+  body: unknown;
+  /** Default `POST`. */
+  method?: string;
+}
+
+/** How a request ended in its last round. */
+export type BatchItemStatus = "succeeded" | "failed" | "expired";
+
+export interface BatchItem<T = unknown> {
+  custom_id: string;
+  status: BatchItemStatus;
+  output?: T;
+  error?: { code: string; message: string };
+  usage?: { input_tokens?: number; output_tokens?: number; total_tokens?: number };
+  /** The round that gave this answer: 0 for the first batch, n for the n-th resubmission. */
+  round: number;
+}
+
+export interface BatchOptions {
+  /** A provider whose batch jobs end with per-request items (`openai`). */
+  provider: string;
+  /** The endpoint every request calls, e.g. `/v1/responses`. */
+  endpoint: string;
+  requests: BatchRequest[];
+  /**
+   * Resubmit only the requests that ended in one of `on` (default both) as a smaller batch,
+   * keeping the others, up to `maxRounds` more batches (0 to 10). Each round is its own job,
+   * stored as step `<id>:round-<n>`.
+   */
+  resubmit?: { maxRounds: number; on?: ("failed" | "expired")[] };
+  /** The provider's completion window, default `24h`. */
+  completionWindow?: string;
+  /** Sent with every round's batch. */
+  metadata?: Record<string, string>;
+  timeout?: Duration;
+  pollAfter?: Duration;
+  maxTokens?: number;
+}
+
+export interface BatchResult<T = unknown> {
+  /** One per request, in the order of `requests`. */
+  items: BatchItem<T>[];
+  /** How many batches ran: 1 + the resubmissions. */
+  rounds: number;
+  counts: Record<BatchItemStatus, number>;
+  /** Summed over the items' last answers. */
+  usage: { input_tokens: number; output_tokens: number; total_tokens: number };
+}
+
 /** The step API a task function receives. Every call is memoized by its `id`. */
 export interface StepApi {
   /** Runs `fn` once; on replay returns its stored outcome. */
@@ -123,6 +177,12 @@ export interface StepApi {
    * `data` again. Each name once per task (`STEP_ID_DUPLICATE` otherwise).
    */
   artifact(name: string, data: ArtifactData, options?: ArtifactOptions): Promise<ArtifactInfo>;
+  /**
+   * Runs `requests` as a provider batch job (the provider writes and uploads the input file)
+   * and suspends until it ends; the result holds one item per request, in order. With
+   * `resubmit`, failed or expired requests go out again as smaller batches.
+   */
+  batch<T = unknown>(id: string, options: BatchOptions): Promise<BatchResult<T>>;
   /** A durable timer: suspends for `duration`. */
   sleep(id: string, duration: Duration): Promise<void>;
   /**
@@ -160,6 +220,8 @@ export interface TaskContext extends TaskInfo {
 /** What a `task()` run function is given: the step API, `log`, `signal` and the task's ids. */
 export interface RunArgs extends TaskInfo {
   step: StepApi;
+  /** Opens the file references of the input (`{"file_id"}`), streamed, scoped by the task's tenant; absent on an engine without a blob store. */
+  files?: TaskFiles;
   /** Replay-aware log lines: each is written once, to the task's timeline and the worker's log. */
   log: TaskLog;
   /** Aborts when the task is canceled while its function runs: pass it to `fetch` and the like. */

@@ -100,6 +100,8 @@ export const errorStatus: Readonly<Record<ErrorCode, number>> = {
   STORAGE_QUOTA_EXCEEDED: 413,
   /** A `{"url": …}` in a task input (or read by a task) whose scheme or host is not allowed. */
   URL_NOT_ALLOWED: 400,
+  /** A job's error: the provider's result (a batch's result file, say) is not what its API documents. */
+  PROVIDER_RESULT_INVALID: 502,
 };
 
 /** The HTTP status of an error: its code's, or 500 for anything that is not a LonghaulError. */
