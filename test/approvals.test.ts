@@ -256,6 +256,9 @@ describe("approval links over HTTP", () => {
       claimed_by: "Head of Finance",
       decision: "approve",
       comment: "ok",
+      channel: "shared",
+      address: "127.0.0.1",
+      user_agent: "node",
     });
     assert.deepEqual(
       (await timelineOf(stack, id)).map((e) => e.data),
@@ -264,6 +267,7 @@ describe("approval links over HTTP", () => {
           step_id: "sign-off",
           approver: "anonymous",
           claimed_by: "Head of Finance",
+          channel: "shared",
           decision: "approve",
           comment: "ok",
         },
@@ -283,14 +287,16 @@ describe("approval links over HTTP", () => {
     assert.equal("claimed_by" in q.output, false);
     assert.deepEqual(
       (await timelineOf(stack, quiet)).map((e) => e.data),
-      [{ step_id: "sign-off", approver: "anonymous", decision: "reject", comment: null }],
+      [{ step_id: "sign-off", approver: "anonymous", channel: "shared", decision: "reject", comment: null }],
     );
   });
 
   test("a named approver's link decides as that approver, whatever name the request gives", async () => {
     const id = await submit(stack, "test.named-approver");
     const step = await waitingStep(stack, id, "sign-off");
-    const r = await post(step.approval_url, { decision: "approve", approver: "Head of Finance" });
+    assert.equal(step.approval_url, undefined, "no approver's link is handed out as the step's shared link");
+    const own = step.approvals[0].approval_url;
+    const r = await post(own, { decision: "approve", approver: "Head of Finance" });
     assert.equal(r.status, 200, JSON.stringify(r.body));
     const t = await end(stack, id);
     assert.equal(t.output.by, "ana@acme.test");
@@ -300,7 +306,7 @@ describe("approval links over HTTP", () => {
     const [decided] = await timelineOf(stack, id);
     assert.equal(decided?.data.approver, "ana@acme.test");
     assert.equal("claimed_by" in decided!.data, false);
-    assert.doesNotMatch(await page(step.approval_url), /claimed/);
+    assert.doesNotMatch(await page(own), /claimed/);
   });
 
   test("the approval page, and the page its form's post answers, carry the security headers", async () => {

@@ -57,16 +57,33 @@ function waitingFor(t: TaskRow, s: StepRow, ctx: DetailContext): Record<string, 
   if (s.kind === "callback") return { callback_url: ctx.urls.callback(t.tenantId, t.id, ws) };
   if (s.kind === "approval") {
     const config = s.config as ApprovalConfig;
-    const people = config.approvers.length > 0 ? config.approvers : [undefined];
+    const named = config.approvers.length > 0;
+    const people = named ? config.approvers : [undefined];
+    const decided = ctx.decisions.get(s.stepId) ?? [];
     // `approval_url` takes either decision in its body and serves a page with both buttons;
-    // `approve_url` and `reject_url` decide one way each, for one-click buttons.
-    const links = people.map((who) => ({
-      approver: who ?? null,
-      approval_url: ctx.urls.approval(t.tenantId, t.id, ws, "decide", who),
-      approve_url: ctx.urls.approval(t.tenantId, t.id, ws, "approve", who),
-      reject_url: ctx.urls.approval(t.tenantId, t.id, ws, "reject", who),
-    }));
-    return { approval_url: links[0]!.approval_url, approvals: links, quorum: config.quorum };
+    // `approve_url` and `reject_url` decide one way each, for one-click buttons. Each named
+    // approver has their own; a link naming nobody exists only without named approvers or
+    // when the step allows a shared one, so no approver's link is ever handed out as shared.
+    const links = people.map((who) => {
+      const mine = who === undefined ? undefined : decided.find((x) => x.approver === who);
+      return {
+        approver: who ?? null,
+        status: mine === undefined ? "pending" : mine.decision === "approve" ? "approved" : "rejected",
+        approval_url: ctx.urls.approval(t.tenantId, t.id, ws, "decide", who),
+        approve_url: ctx.urls.approval(t.tenantId, t.id, ws, "approve", who),
+        reject_url: ctx.urls.approval(t.tenantId, t.id, ws, "reject", who),
+      };
+    });
+    const shared = !named
+      ? links[0]!.approval_url
+      : config.allowShared === true
+        ? ctx.urls.approval(t.tenantId, t.id, ws, "decide", undefined)
+        : undefined;
+    return {
+      ...(shared === undefined ? {} : { approval_url: shared }),
+      approvals: links,
+      quorum: config.quorum,
+    };
   }
   if (s.kind === "wait_event") return { match: s.config };
   return {};
@@ -87,13 +104,19 @@ function step(t: TaskRow, s: StepRow, jobs: Map<string, JobRow>, ctx: DetailCont
     ...(decisions?.length
       ? {
           decisions: decisions.map((x) => {
-            const who = decidedBy(s.config as ApprovalConfig, x.approver);
+            const who = decidedBy(s.config as ApprovalConfig, x.approver, x.claimedBy);
             return {
               approver: who.approver,
               ...(who.claimedBy === null ? {} : { claimed_by: who.claimedBy }),
               decision: x.decision,
               comment: x.comment,
               decided_at: iso(x.decidedAt),
+              ...(x.channel === null ? {} : { channel: x.channel }),
+              ...(x.keyId === null ? {} : { key_id: x.keyId }),
+              ...(x.userId === null ? {} : { user_id: x.userId }),
+              // Where a decision came from is the tenant's to see, not a read token's holder's.
+              ...(ctx.links === false || x.address === null ? {} : { address: x.address }),
+              ...(ctx.links === false || x.userAgent === null ? {} : { user_agent: x.userAgent }),
             };
           }),
         }

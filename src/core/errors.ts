@@ -83,6 +83,7 @@ export const errorCodes = [
   "STORAGE_QUOTA_EXCEEDED",
   "URL_NOT_ALLOWED",
   "PROVIDER_RESULT_INVALID",
+  "SELF_APPROVAL",
 ] as const;
 
 export type ErrorCode = (typeof errorCodes)[number];

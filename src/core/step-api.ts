@@ -184,6 +184,8 @@ function approvalStep(run: ReplayRun, id: string, options: ApprovalOptions = {})
       remindAfterMs: optionalMs(options.remindAfter),
       escalateAfterMs: optionalMs(options.escalateAfter),
       escalateTo: options.escalateTo ?? [],
+      allowShared: options.allowShared === true,
+      allowSelfApproval: options.allowSelfApproval === true,
     },
   }));
 }

@@ -56,6 +56,14 @@ export interface ApprovalRequest {
    * "customer.name"]`). Anyone holding a link sees the page, so nothing else of the input is shown.
    */
   show?: string[];
+  /**
+   * With named `approvers`, also hand out a link naming nobody (the step's `approval_url`);
+   * its decisions are recorded as `anonymous`, a typed name only as `claimed_by`. Default false:
+   * each named approver decides only through their own links.
+   */
+  allowShared?: boolean;
+  /** Let the task's requester (its `user_id`) decide; refused with 403 `SELF_APPROVAL` otherwise. Default false. */
+  allowSelfApproval?: boolean;
 }
 
 export interface ApprovalOptions extends ApprovalRequest {

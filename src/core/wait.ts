@@ -51,6 +51,10 @@ export interface ApprovalConfig {
   remindAfterMs: number | null;
   escalateAfterMs: number | null;
   escalateTo: string[];
+  /** With named approvers, also a link naming nobody (`approval_url`); its decisions are anonymous. */
+  allowShared?: boolean;
+  /** The task's requester (its `user_id`) may decide; refused with `SELF_APPROVAL` otherwise. */
+  allowSelfApproval?: boolean;
 }
 
 export interface ApprovalWait extends WaitBase {
@@ -109,8 +113,9 @@ export function approvalProblem(approvers: unknown, quorum: unknown, show: unkno
 export const ANONYMOUS_APPROVER = "anonymous";
 
 /** Whether an approval's links each carry a named approver (read defensively: a stored config). */
-const namesApprovers = (config: Partial<Pick<ApprovalConfig, "approvers">> | null | undefined): boolean =>
-  Array.isArray(config?.approvers) && config.approvers.length > 0;
+export const namesApprovers = (
+  config: Partial<Pick<ApprovalConfig, "approvers">> | null | undefined,
+): boolean => Array.isArray(config?.approvers) && config.approvers.length > 0;
 
 /**
  * Who made a decision, as far as longhaul knows. A named approver's links carry the name
@@ -123,10 +128,12 @@ const namesApprovers = (config: Partial<Pick<ApprovalConfig, "approvers">> | nul
 export function decidedBy(
   config: Partial<Pick<ApprovalConfig, "approvers">> | null | undefined,
   approver: string | null,
+  claimedBy: string | null = null,
 ): { approver: string; claimedBy: string | null } {
   const named = approver ?? ANONYMOUS_APPROVER;
-  if (namesApprovers(config)) return { approver: named, claimedBy: null };
-  return { approver: ANONYMOUS_APPROVER, claimedBy: named === ANONYMOUS_APPROVER ? null : named };
+  const anonymous = named === ANONYMOUS_APPROVER;
+  if (namesApprovers(config)) return { approver: named, claimedBy: anonymous ? claimedBy : null };
+  return { approver: ANONYMOUS_APPROVER, claimedBy: anonymous ? claimedBy : named };
 }
 
 /**
@@ -136,30 +143,35 @@ export function decidedBy(
  */
 function decider(
   config: ApprovalConfig,
-  approver: string | null,
+  d: { approver: string | null; claimedBy?: string | null },
 ): { by: string | null; claimed_by?: string } {
-  const who = decidedBy(config, approver);
-  if (namesApprovers(config)) return { by: who.approver };
+  const who = decidedBy(config, d.approver, d.claimedBy ?? null);
+  if (namesApprovers(config) && who.approver !== ANONYMOUS_APPROVER) return { by: who.approver };
   return who.claimedBy === null ? { by: null } : { by: null, claimed_by: who.claimedBy };
 }
 
 /** The outcome of an approval step from the decisions so far, or null while it can still go either way. */
 export function approvalOutcome(
   config: ApprovalConfig,
-  decisions: { approver: string | null; decision: "approve" | "reject"; comment: string | null }[],
+  decisions: {
+    approver: string | null;
+    claimedBy?: string | null;
+    decision: "approve" | "reject";
+    comment: string | null;
+  }[],
 ): { approved: boolean; by: string | null; claimed_by?: string; comment: string | null } | null {
   const approvals = decisions.filter((d) => d.decision === "approve");
   const rejections = decisions.filter((d) => d.decision === "reject");
   const lastApproval = approvals.at(-1);
   if (lastApproval && approvals.length >= config.quorum) {
-    return { approved: true, ...decider(config, lastApproval.approver), comment: lastApproval.comment };
+    return { approved: true, ...decider(config, lastApproval), comment: lastApproval.comment };
   }
   // Reject once the quorum can no longer be reached. Without named approvers (quorum 1 only,
   // checked at submit) anyone with the link decides, so the first rejection decides.
   const voters = config.approvers.length;
   const lastRejection = rejections.at(-1);
   if (lastRejection && (voters === 0 || rejections.length > voters - config.quorum)) {
-    return { approved: false, ...decider(config, lastRejection.approver), comment: lastRejection.comment };
+    return { approved: false, ...decider(config, lastRejection), comment: lastRejection.comment };
   }
   return null;
 }
@@ -183,6 +195,46 @@ export type WaitAnswer =
   | "not_found"
   | "duplicate_decision";
 
+/**
+ * An approval decision's answer: a wait answer, `self_approval` for the task's own requester
+ * on a step that does not allow it, `shared_not_allowed` for a link naming nobody on a step
+ * whose approvers are named and that allows no shared link.
+ */
+export type DecisionAnswer = WaitAnswer | DecisionRefusal;
+
+/** Why a decision is refused before it is recorded; see `decisionIdentity`. */
+export type DecisionRefusal = "self_approval" | "shared_not_allowed" | "not_an_approver";
+
+/**
+ * Who a decision is recorded as, or why it is refused (ARCHITECTURE §4.4): a named approver
+ * only through their own link, or an API key naming one of the step's approvers; a link that
+ * names nobody on a step with named approvers only when the step allows a shared link, and
+ * then as `anonymous` with the typed name kept as a claim; never the task's own requester
+ * (`user_id`, compared without case) unless the step allows self-approval, whichever way they
+ * came. On an approval without named approvers the typed name stays the row's approver (one
+ * decision per name, as before), read back as a claim by `decidedBy`.
+ */
+export function decisionIdentity(
+  config: ApprovalConfig,
+  requester: string | null,
+  d: { approver: string | null; claimedBy?: string | null; channel: DecisionChannel; userId?: string | null },
+): { approver: string; claimedBy: string | null } | DecisionRefusal {
+  const claimedBy = d.claimedBy ?? null;
+  const named = namesApprovers(config);
+  if (d.approver !== null && named && !config.approvers.includes(d.approver)) return "not_an_approver";
+  if (d.approver === null && named && d.channel !== "api" && config.allowShared !== true) {
+    return "shared_not_allowed";
+  }
+  if (requester !== null && config.allowSelfApproval !== true) {
+    const me = requester.trim().toLowerCase();
+    const same = (x: string | null | undefined) => typeof x === "string" && x.trim().toLowerCase() === me;
+    if (same(d.approver) || same(claimedBy) || same(d.userId)) return "self_approval";
+  }
+  if (d.approver !== null) return { approver: d.approver, claimedBy: null };
+  if (named) return { approver: ANONYMOUS_APPROVER, claimedBy };
+  return { approver: claimedBy ?? ANONYMOUS_APPROVER, claimedBy };
+}
+
 /** A callback's answer: a wait answer, or `duplicate` for the body that already completed the step. */
 export type CallbackAnswer = WaitAnswer | "duplicate";
 
@@ -197,11 +249,27 @@ export interface CallbackDelivery {
 }
 
 /** One approver's stored decision on an approval step. */
+/**
+ * How a decision came: `link`, a named approver's own link; `shared`, a link naming nobody (an
+ * approval without named approvers, or one that allows a shared link); `api`, an API key.
+ * Null on decisions stored before channels were kept.
+ */
+export type DecisionChannel = "link" | "shared" | "api";
+
 export interface ApprovalDecisionRow {
   approver: string;
   decision: "approve" | "reject";
   comment: string | null;
   decidedAt: number;
+  channel: DecisionChannel | null;
+  /** A name the holder of a shared link typed: a claim, never identity. */
+  claimedBy: string | null;
+  /** The API key a decision through the API was made with, and the user it named. */
+  keyId: string | null;
+  userId: string | null;
+  /** The request's address and user agent, for the audit. */
+  address: string | null;
+  userAgent: string | null;
 }
 
 /*
@@ -378,13 +446,21 @@ export function approvalOutput(
  */
 export function decidedEvent(
   config: Partial<Pick<ApprovalConfig, "approvers">> | null | undefined,
-  d: { stepId: string; approver: string | null; decision: "approve" | "reject"; comment: string | null },
+  d: {
+    stepId: string;
+    approver: string | null;
+    claimedBy?: string | null;
+    channel?: DecisionChannel;
+    decision: "approve" | "reject";
+    comment: string | null;
+  },
 ): Record<string, unknown> {
-  const who = decidedBy(config, d.approver);
+  const who = decidedBy(config, d.approver, d.claimedBy ?? null);
   return {
     step_id: d.stepId,
     approver: who.approver,
     ...(who.claimedBy === null ? {} : { claimed_by: who.claimedBy }),
+    ...(d.channel === undefined ? {} : { channel: d.channel }),
     decision: d.decision,
     comment: d.comment,
   };

@@ -36,7 +36,17 @@ export type NodeCall =
 export const withFields: Readonly<Record<NodeKind, readonly string[]>> = {
   job: ["provider", "input", "timeout", "pollAfter"],
   callback: ["timeout"],
-  approval: ["approvers", "quorum", "timeout", "onTimeout", "title", "description", "show"],
+  approval: [
+    "approvers",
+    "quorum",
+    "timeout",
+    "onTimeout",
+    "title",
+    "description",
+    "show",
+    "allowShared",
+    "allowSelfApproval",
+  ],
   sleep: ["duration"],
 };
 
@@ -148,6 +158,10 @@ function check(kind: NodeKind, w: Record<string, unknown>, who: string, template
         !isDefaultPolicy(onTimeout)
       ) {
         fail("onTimeout", `is ${show(onTimeout)}; it must be "reject", "approve" or {"default": <value>}`);
+      }
+      for (const flag of ["allowShared", "allowSelfApproval"]) {
+        const v = get(flag);
+        if (v !== undefined && typeof v !== "boolean") fail(flag, `is ${show(v)}; it must be true or false`);
       }
       break;
     }

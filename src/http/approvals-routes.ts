@@ -4,7 +4,7 @@ import { LonghaulError } from "../core/errors.ts";
 import type { WaitStore } from "../store/store.ts";
 import type { Keyring } from "../tokens/keyring.ts";
 import { type ApprovalClaims, approvalClaims, decideApproval } from "../usecases/decide-approval.ts";
-import { refuseWait } from "../usecases/refuse-wait.ts";
+import { refuseDecision } from "../usecases/refuse-wait.ts";
 import { DecisionBody, DecisionResult, TokenParams } from "../wire/approvals.ts";
 import type { Api } from "./api.ts";
 import { renderApprovalPage } from "./approval-page.ts";
@@ -74,13 +74,20 @@ export function approvalsRoutes(app: Api, d: { store: WaitStore; keyring: Keyrin
       const b = req.body;
       const { decision, answer } = await decideApproval(
         { waits: d.store },
-        { claims, decision: b.decision, approver: b.approver, comment: b.comment },
+        {
+          claims,
+          decision: b.decision,
+          approver: b.approver,
+          comment: b.comment,
+          address: req.ip,
+          userAgent: req.headers["user-agent"],
+        },
       );
       const fromForm = req.headers["content-type"]?.startsWith("application/x-www-form-urlencoded");
       if (answer !== "accepted") {
         if (fromForm)
-          return page(reply, req.params.token, claims, `Not recorded: ${answer.replace("_", " ")}.`);
-        refuseWait(answer, claims.stepId);
+          return page(reply, req.params.token, claims, `Not recorded: ${answer.replaceAll("_", " ")}.`);
+        refuseDecision(answer, claims.stepId);
       }
       if (fromForm) return page(reply, req.params.token, claims, `Your decision (${decision}) was recorded.`);
       return reply

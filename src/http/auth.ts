@@ -46,11 +46,14 @@ export function tenantAuth(store: TenantStore, clock: Clock, ttlMs = 5000, maxKe
     cache.set(hash, hit);
     if (cache.size > maxKeys) cache.delete(cache.keys().next().value as string);
     req.tenant = hit.tenant;
+    req.apiKeyHash = hash;
   };
 }
 
 declare module "fastify" {
   interface FastifyRequest {
+    /** The hash of the API key the request came with (never the key); absent for a read token. */
+    apiKeyHash?: string;
     /** Set when the request came with a read token rather than an API key: what it may read. */
     readScope?: ReadScope;
   }

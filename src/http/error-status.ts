@@ -102,6 +102,8 @@ export const errorStatus: Readonly<Record<ErrorCode, number>> = {
   URL_NOT_ALLOWED: 400,
   /** A job's error: the provider's result (a batch's result file, say) is not what its API documents. */
   PROVIDER_RESULT_INVALID: 502,
+  /** The task's own requester tried to decide its approval, which the step does not allow. */
+  SELF_APPROVAL: 403,
 };
 
 /** The HTTP status of an error: its code's, or 500 for anything that is not a LonghaulError. */

@@ -26,6 +26,7 @@ import { artifactsRoutes } from "./artifacts-routes.ts";
 import { apiAuth } from "./auth.ts";
 import { callbacksRoutes } from "./callbacks-routes.ts";
 import { type DashboardOptions, dashboardRoutes } from "./dashboard-routes.ts";
+import { decisionsRoutes } from "./decisions-routes.ts";
 import { frameworkErrors, installErrorHandling, schemaErrorFormatter } from "./error-handler.ts";
 import { EventStreams, type EventStreamsOptions } from "./event-streams.ts";
 import { eventsRoutes } from "./events-routes.ts";
@@ -304,6 +305,7 @@ export function buildServer(d: ServerDeps): FastifyInstance {
       files: d.store,
       urlPolicy: { allowPrivateNetworks: d.outbound.allowPrivateNetworks },
     });
+    decisionsRoutes(api, d.store);
     timelineRoutes(api, d.store);
     taskTypesRoutes(api, d.taskTypes);
     statsRoutes(api, d);

@@ -6,6 +6,7 @@ import type { JobStatus } from "../core/job.ts";
 import { periodStart, type Quotas } from "../core/quota.ts";
 import type { StepKind, StepStatus } from "../core/step.ts";
 import type { TaskStatus } from "../core/task.ts";
+import type { DecisionChannel } from "../core/wait.ts";
 import { parseJson } from "./json.ts";
 import type {
   ApiKeyRow,
@@ -287,6 +288,12 @@ export interface ApprovalDecisionDbRow {
   decision: "approve" | "reject";
   comment: string | null;
   decided_at: number;
+  channel: DecisionChannel | null;
+  claimed_by: string | null;
+  key_id: string | null;
+  user_id: string | null;
+  address: string | null;
+  user_agent: string | null;
 }
 
 export const toApprovalDecision = (r: ApprovalDecisionDbRow): ApprovalDecisionRow => ({
@@ -294,6 +301,12 @@ export const toApprovalDecision = (r: ApprovalDecisionDbRow): ApprovalDecisionRo
   decision: r.decision,
   comment: r.comment,
   decidedAt: r.decided_at,
+  channel: r.channel,
+  claimedBy: r.claimed_by,
+  keyId: r.key_id,
+  userId: r.user_id,
+  address: r.address,
+  userAgent: r.user_agent,
 });
 
 export interface EndpointDbRow {

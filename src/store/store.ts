@@ -13,7 +13,8 @@ import type {
   ApprovalDecisionRow,
   CallbackAnswer,
   CallbackDelivery,
-  WaitAnswer,
+  DecisionAnswer,
+  DecisionChannel,
   WaitRequest,
 } from "../core/wait.ts";
 import type { WebhookRefusal, WebhookRefusalRow } from "../core/webhook-refusal.ts";
@@ -29,7 +30,13 @@ export type { TenantRow } from "../core/quota.ts";
 export type { AdvanceResult } from "../core/replay.ts";
 export type { StepRow } from "../core/step.ts";
 export type { TaskRow } from "../core/task.ts";
-export type { ApprovalDecisionRow, CallbackAnswer, CallbackDelivery, WaitAnswer } from "../core/wait.ts";
+export type {
+  ApprovalDecisionRow,
+  CallbackAnswer,
+  CallbackDelivery,
+  DecisionAnswer,
+  WaitAnswer,
+} from "../core/wait.ts";
 export type { WebhookRefusal, WebhookRefusalRow } from "../core/webhook-refusal.ts";
 export type { NewWorkItem, WorkItem, WorkKind } from "../core/work-item.ts";
 
@@ -209,7 +216,7 @@ export interface WaitStore {
    */
   completeCallback(c: CallbackDelivery): Promise<CallbackAnswer>;
   /** Records one approver's decision; ends the step when the quorum is reached or lost. */
-  decideApproval(d: ApprovalDecisionInput): Promise<WaitAnswer>;
+  decideApproval(d: ApprovalDecisionInput): Promise<DecisionAnswer>;
   approvalDecisions(taskId: string, stepId: string): Promise<ApprovalDecisionRow[]>;
   /** Stores a signal and ends every wait it matches. The same `clientId` again is a duplicate. */
   recordSignal(s: { tenantId: string; name: string; data: unknown; clientId: string | null }): Promise<{
@@ -500,9 +507,18 @@ export interface ApprovalDecisionInput {
   taskId: string;
   stepId: string;
   attempt: number;
+  /** The approver the link (or the API call) names; null for a shared link. */
   approver: string | null;
   decision: "approve" | "reject";
   comment: string | null;
+  channel: DecisionChannel;
+  /** The name a shared link's holder typed. */
+  claimedBy?: string | null;
+  /** The hash of the API key a decision through the API came with; its key's id is recorded. */
+  keyHash?: string | null;
+  userId?: string | null;
+  address?: string | null;
+  userAgent?: string | null;
 }
 
 export type InboxStatus = "received" | "applied" | "ignored" | "unmatched" | "invalid";

@@ -14,6 +14,20 @@ export const DecisionBody = Type.Object({
   approver: Type.Optional(Nullable(Type.String({ description: "Optional; null or empty means none" }))),
 });
 
+export const StepParams = Type.Object({ id: Type.String(), step_id: Type.String({ minLength: 1 }) });
+
+/**
+ * A decision through the API with the tenant's key. `approver`: one of the step's named
+ * approvers the caller decides for; absent, the key itself decides. `user_id`: who the caller
+ * says acted, recorded, and refused (`SELF_APPROVAL`) when it is the task's own requester.
+ */
+export const KeyDecisionBody = Type.Object({
+  decision: Type.Enum(["approve", "reject"]),
+  approver: Type.Optional(Nullable(Type.String({ maxLength: 200 }))),
+  user_id: Type.Optional(Nullable(Type.String({ maxLength: 200 }))),
+  comment: Type.Optional(Nullable(Type.String())),
+});
+
 export const DecisionResult = Type.Object({
   accepted: Type.Literal(true),
   task_id: Type.String(),

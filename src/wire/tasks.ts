@@ -61,6 +61,8 @@ export const TaskSummary = Type.Object({
 
 export const ApprovalLink = Type.Object({
   approver: Nullable(Type.String()),
+  /** This approver's decision so far (`pending` for the links of an approval without named approvers until it ends). */
+  status: Type.Enum(["pending", "approved", "rejected"]),
   /** Takes either decision in its body; its page shows both buttons. */
   approval_url: Type.String(),
   approve_url: Type.String(),
@@ -78,6 +80,14 @@ export const Decision = Type.Object({
   decision: Type.Enum(["approve", "reject"]),
   comment: Nullable(Type.String()),
   decided_at: Timestamp,
+  /** `link` (a named approver's own link), `shared` (a link naming nobody) or `api` (an API key). */
+  channel: Type.Optional(Type.Enum(["link", "shared", "api"])),
+  /** The API key a decision through the API was made with, and the user it said acted. */
+  key_id: Type.Optional(Type.String()),
+  user_id: Type.Optional(Type.String()),
+  /** The request's address and user agent; shown to the tenant's key only. */
+  address: Type.Optional(Type.String()),
+  user_agent: Type.Optional(Type.String()),
 });
 
 /** A step of a task; what a waiting step waits for depends on its kind. */

@@ -4,13 +4,14 @@ import type { StoredStep } from "../../core/replay.ts";
 import { stepGuard, waitEnds } from "../../core/step.ts";
 import { isTerminalTask } from "../../core/task.ts";
 import {
-  ANONYMOUS_APPROVER,
   type ApprovalConfig,
   approvalOutput,
   bodySha256,
   callbackInboxRow,
   callbackVerdict,
+  type DecisionAnswer,
   decidedEvent,
+  decisionIdentity,
   type EventMatch,
   lateResult,
   refusal,
@@ -41,7 +42,6 @@ import type {
   NewWorkItem,
   StepRow,
   TaskRow,
-  WaitAnswer,
 } from "../store.ts";
 import { wakeAwaitingRoom } from "./admission-ops.ts";
 import { assertLease, removeItem } from "./queue-ops.ts";
@@ -301,7 +301,8 @@ export async function approvalDecisions(
   stepId: string,
 ): Promise<ApprovalDecisionRow[]> {
   const rows = await tx.all<ApprovalDecisionDbRow>(
-    "SELECT approver, decision, comment, decided_at FROM approval_decisions WHERE task_id = ? AND step_id = ? ORDER BY decided_at, approver",
+    `SELECT approver, decision, comment, decided_at, channel, claimed_by, key_id, user_id, address, user_agent
+     FROM approval_decisions WHERE task_id = ? AND step_id = ? ORDER BY decided_at, approver`,
     [taskId, stepId],
   );
   return rows.map(toApprovalDecision);
@@ -311,25 +312,40 @@ export async function approvalDecisions(
  * Records an approver's decision, and ends the step once the decisions settle it. Locks: the
  * task. Emits `step.decided`, then `step.succeeded` with the task's advance enqueued when settled.
  */
-export async function decideApproval(tx: Tx, d: ApprovalDecisionInput): Promise<WaitAnswer> {
+export async function decideApproval(tx: Tx, d: ApprovalDecisionInput): Promise<DecisionAnswer> {
   const now = tx.clock.now();
   const found = await lockedStepForToken(tx, d.tenantId, d.taskId, d.stepId);
   const why = refusal(found?.task ?? null, found?.step ?? null, d.attempt, now);
   if (why) return why;
   const { task, step } = found!;
-  const approver = d.approver ?? ANONYMOUS_APPROVER;
+  const config = step.config as ApprovalConfig;
+  const who = decisionIdentity(config, task.userId, d);
+  if (typeof who === "string") return who;
+  const { approver, claimedBy } = who;
+  const keyId = d.keyHash
+    ? ((await tx.get<{ id: string }>("SELECT id FROM api_keys WHERE key_hash = ?", [d.keyHash]))?.id ?? null)
+    : null;
   const inserted = await tx.run(
-    `INSERT INTO approval_decisions (task_id, step_id, approver, decision, comment, decided_at)
-     VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-    [d.taskId, d.stepId, approver, d.decision, d.comment, now],
+    `INSERT INTO approval_decisions
+       (task_id, step_id, approver, decision, comment, decided_at, channel, claimed_by, key_id, user_id, address, user_agent)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+    [
+      d.taskId,
+      d.stepId,
+      approver,
+      d.decision,
+      d.comment,
+      now,
+      d.channel,
+      claimedBy,
+      keyId,
+      d.userId ?? null,
+      d.address ?? null,
+      d.userAgent ?? null,
+    ],
   );
   if (inserted === 0) return "duplicate_decision";
-  tx.emit(
-    task.tenantId,
-    task.id,
-    "step.decided",
-    decidedEvent(step.config as ApprovalConfig, { ...d, approver }),
-  );
+  tx.emit(task.tenantId, task.id, "step.decided", decidedEvent(config, { ...d, approver, claimedBy }));
   const output = approvalOutput(step, await approvalDecisions(tx, d.taskId, d.stepId));
   if (output) await endWait(tx, task, d.stepId, "succeeded", { output });
   return "accepted";
