@@ -142,7 +142,7 @@ test("the examples run on the packed package", { timeout: 15 * 60_000 }, async (
         async () =>
           (await api(`/v1/tasks/${approval.body.task_id}`)).body.steps?.find(
             (s: any) => s.id === "sign-off" && s.status === "waiting",
-          )?.approval_url,
+          )?.approvals?.[0]?.approval_url,
         30_000,
         "the approval step's link",
       );

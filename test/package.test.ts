@@ -238,7 +238,7 @@ test("the packed package installs and runs under plain node", { timeout: 20 * 60
     // A TypeScript consumer that checks every declaration (skipLibCheck off): the types the
     // published declarations import (pg, better-sqlite3, node) come with the package.
     const tsc = join(ROOT, "node_modules", "typescript", "bin", "tsc");
-    const checked = await node([tsc, "-p", "tsconfig.json"], app, {}, 120_000).catch(
+    const checked = await node([tsc, "-p", "tsconfig.json"], app, {}, 600_000).catch(
       (err: { stdout?: string }) => ({ stdout: `tsc failed:\n${err.stdout ?? String(err)}` }),
     );
     assert.equal(checked.stdout.trim(), "", "tsc with skipLibCheck: false passes on a consumer app");

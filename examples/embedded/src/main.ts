@@ -41,11 +41,12 @@ try {
     input: { title: "Publish the Q3 report?", amount: 1200 },
   });
 
-  // The approval step's link, once the task has suspended on it; a person would open it in a
-  // browser (a page with both buttons) or be sent its one-click approve_url.
+  // Ana's own link, once the task has suspended on the approval; she would open it in a
+  // browser (a page with both buttons) or be sent her one-click approve_url.
   const link = await until(async () => {
     const detail = await lh.get(approval.task_id);
-    return detail.steps.find((s) => s.id === "sign-off" && s.status === "waiting")?.approval_url;
+    const step = detail.steps.find((s) => s.id === "sign-off" && s.status === "waiting");
+    return step?.approvals?.find((a) => a.approver === "ana@acme.test")?.approval_url;
   });
   const decided = await fetch(link, {
     method: "POST",
