@@ -297,6 +297,10 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
             log,
             urls,
             blobs,
+            artifactLimits: {
+              maxBytes: fileSizeCap(limits.file_max_bytes),
+              storageQuotaBytes: limits.storage_quota_bytes,
+            },
             defaultWaitMs,
             defaultTimeoutMs: opts.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS,
             pollAfterMs: opts.pollAfterMs ?? 60_000,

@@ -44,6 +44,8 @@ export interface EngineDeps {
   urls: CapabilityUrls;
   /** Where `step.artifact` writes its bytes (the deployment's blob store). */
   blobs?: BlobStore;
+  /** An artifact's cap (`limits.file_max_bytes`, absent: none) and the storage quota it counts against. */
+  artifactLimits?: { maxBytes?: number | undefined; storageQuotaBytes?: number | undefined };
   /** Lifetime of a callback or approval without a timeout of its own (the token TTL). */
   defaultWaitMs: number;
   /** Deadline of a job or event wait without a timeout of its own. */

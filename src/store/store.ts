@@ -619,6 +619,12 @@ export interface DeliveryAttemptInput {
 }
 
 /**
+ * What storing an artifact came to: its row (`created: false` when the task already had one of
+ * that name), or, past the tenant's storage quota, the error its step was stored failed with.
+ */
+export type StoredArtifact = { artifact: ArtifactRow; created: boolean } | { refused: ErrorInfo };
+
+/**
  * Tasks' named artifacts (`core/artifact.ts`); their bytes are the blob store's. A read names
  * the tenant: another tenant's task has none.
  */
@@ -632,6 +638,7 @@ export interface ArtifactStore {
     lease: Lease,
     step: { stepId: string; position: number; attempts: number },
     artifact: ArtifactRow,
-  ): Promise<{ artifact: ArtifactRow; created: boolean }>;
+    opts?: { storageQuotaBytes?: number },
+  ): Promise<StoredArtifact>;
   getArtifact(tenantId: string, taskId: string, name: string): Promise<ArtifactRow | null>;
 }
