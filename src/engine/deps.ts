@@ -10,6 +10,7 @@ import type { Provider } from "../providers/provider.ts";
 import type {
   AdvanceStore,
   ArtifactStore,
+  FileStore,
   InboxStore,
   JobStore,
   OutboundStore,
@@ -29,7 +30,8 @@ export type EngineStore = TaskStore &
   QueueStore &
   OutboundStore &
   WebhookRefusalStore &
-  ArtifactStore;
+  ArtifactStore &
+  Pick<FileStore, "namedBlobKeys">;
 
 /** What the work handlers need. Wired once in `src/app.ts`. */
 export interface EngineDeps {

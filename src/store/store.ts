@@ -425,6 +425,11 @@ export interface FileStore {
   ): Promise<{ files: FileRow[]; nextCursor: string | null }>;
   /** Deletes the row and answers it, or null when the tenant has no such file. */
   deleteFile(tenantId: string, id: string): Promise<FileRow | null>;
+  /**
+   * Which of `keys` (blob keys, any tenant's) a file's or an artifact's row names: what the
+   * maintenance sweep keeps. At most a page of keys at a time (500).
+   */
+  namedBlobKeys(keys: readonly string[]): Promise<Set<string>>;
 }
 
 /** Reads for a tenant's task throughput and latency (`core/task-stats.ts`). */

@@ -122,3 +122,19 @@ export async function deleteFile(tx: Tx, tenantId: string, id: string): Promise<
   await tx.run("DELETE FROM files WHERE id = ?", [id]);
   return toFile(row);
 }
+
+/** The most keys `namedBlobKeys` takes at once: two placeholders each, far below either dialect's cap. */
+export const NAMED_BLOB_KEYS_PAGE = 500;
+
+/** Which of `keys` a file's or an artifact's row names (the blob_key indexes, migration 024). */
+export async function namedBlobKeys(tx: Tx, keys: readonly string[]): Promise<Set<string>> {
+  if (keys.length === 0) return new Set();
+  if (keys.length > NAMED_BLOB_KEYS_PAGE) throw new Error(`at most ${NAMED_BLOB_KEYS_PAGE} keys at once`);
+  const marks = keys.map(() => "?").join(", ");
+  const rows = await tx.all<{ blob_key: string }>(
+    `SELECT blob_key FROM files WHERE blob_key IN (${marks})
+     UNION SELECT blob_key FROM artifacts WHERE blob_key IN (${marks})`,
+    [...keys, ...keys],
+  );
+  return new Set(rows.map((r) => r.blob_key));
+}

@@ -348,4 +348,7 @@ export abstract class SqlStore implements Store {
   deleteFile(tenantId: string, id: string) {
     return this.run.write((tx) => files.deleteFile(tx, tenantId, id));
   }
+  namedBlobKeys(keys: readonly string[]) {
+    return this.run.read((tx) => files.namedBlobKeys(tx, keys));
+  }
 }
