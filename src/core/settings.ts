@@ -180,7 +180,12 @@ const BucketCredentials = Type.Object(
     secret_access_key: text("a secret access key", "length"),
     force_path_style: Type.Optional(bool),
   },
-  { additionalProperties: false, description: "an object with access_key_id and secret_access_key" },
+  {
+    additionalProperties: false,
+    description: "an object with access_key_id and secret_access_key",
+    // Holds a secret: a refusal of the whole object names its keys, not their values.
+    redact: "keys",
+  },
 );
 
 export const StorageUrlsSettings = block({
