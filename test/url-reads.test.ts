@@ -64,8 +64,10 @@ describe("reading {url} references from task code", () => {
   let origin: string;
   let requests: string[] = [];
   let stalled: { req: IncomingMessage; res: ServerResponse }[] = [];
+  let hosts: string[] = [];
   const server = createServer((req, res) => {
     requests.push(req.url ?? "");
+    hosts.push(req.headers.host ?? "");
     const url = new URL(req.url ?? "/", "http://x");
     const to = url.searchParams.get("to");
     if (url.pathname === "/doc.bin") {
@@ -128,6 +130,20 @@ describe("reading {url} references from task code", () => {
     assert.equal(opened.size, body.length);
     assert.equal(opened.contentType, "application/octet-stream");
     assert.equal(sha(await readAll(opened.stream)), sha(body));
+  });
+
+  test("the request goes to the address the name was vetted at, with the name as Host", async () => {
+    let asked = 0;
+    const resolve = async (host: string) => {
+      asked++;
+      return host === "files.example" ? [{ address: "127.0.0.1", family: 4 }] : [];
+    };
+    hosts = [];
+    const port = new URL(origin).port;
+    const opened = await reader({ resolve }).open(`http://files.example:${port}/doc.bin`);
+    assert.equal(sha(await readAll(opened.stream)), sha(body));
+    assert.equal(asked, 1, "resolved once, by the guard");
+    assert.deepEqual(hosts, [`files.example:${port}`]);
   });
 
   test("a redirect to a link-local address, by literal or by name, or to another scheme is URL_NOT_ALLOWED, without retry", async () => {
