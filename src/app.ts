@@ -5,12 +5,14 @@ import type { BlobStore } from "./blobs/blob-store.ts";
 import { FsBlobStore } from "./blobs/fs-blob-store.ts";
 import { type Clock, systemClock } from "./core/clock.ts";
 import { LonghaulError } from "./core/errors.ts";
+import { fileSizeCap } from "./core/file.ts";
 import type { IdGenerator } from "./core/ids.ts";
 import { type LimitsConfig, resolveLimits } from "./core/limits.ts";
 import { DEFAULT_TIMEOUT_MS } from "./core/replay.ts";
 import { metaValueAt } from "./core/sealed-at.ts";
 import { OptionSettings } from "./core/settings.ts";
 import { checkSettings } from "./core/settings-check.ts";
+import type { StorageUrlsConfig } from "./core/storage-urls.ts";
 import type { TaskType } from "./core/task-type.ts";
 import { workKinds } from "./core/work-item.ts";
 import { type EmbeddedCalls, embeddedCalls } from "./embedded.ts";
@@ -24,7 +26,9 @@ import { parseListen, startMetricsServer } from "./http/metrics-server.ts";
 import { buildServer } from "./http/server.ts";
 import { buildSource, checkSources, type Source, type SourceConfig } from "./ingress/sources.ts";
 import { Metrics } from "./metrics/metrics.ts";
+import { urlReader } from "./outbound/read-url.ts";
 import { type OutboundConfig, outboundSettings } from "./outbound/settings.ts";
+import type { Resolve } from "./outbound/ssrf.ts";
 import type { Provider } from "./providers/provider.ts";
 import { SEALED_META_KEYS } from "./secrets/sealed-meta-keys.ts";
 import { secretBoxFrom } from "./secrets/secret-box.ts";
@@ -94,6 +98,13 @@ export interface LonghaulOptions {
    * per tenant, and how long signals are kept (see `LimitsConfig` for keys and defaults).
    */
   limits?: LimitsConfig;
+  /**
+   * How task code reads `{"url": …}` references (config `storage_urls`): credentials for
+   * `s3://` and `gs://`, and how long a read may go without a byte. `https://` needs none.
+   */
+  storageUrls?: StorageUrlsConfig;
+  /** The resolver of the hosts `{"url": …}` reads connect to; injected by tests. */
+  resolveUrlHost?: Resolve;
   clock?: Clock;
   /** The random source of retry jitter (default `Math.random`); injected so tests are exact. */
   random?: () => number;
@@ -258,6 +269,12 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
   const urls = new CapabilityUrls(keyring, baseUrl, defaultWaitMs, clock);
 
   const outbound = outboundSettings(opts.outbound, secrets);
+  const fileUrls = urlReader({
+    policy: { allowPrivateNetworks: outbound.allowPrivateNetworks },
+    maxBytes: fileSizeCap(limits.file_max_bytes),
+    storage: opts.storageUrls,
+    resolve: opts.resolveUrlHost,
+  });
   const metrics = new Metrics({
     kinds: workKinds,
     read: () => store.queueStats(clock.now()),
@@ -280,6 +297,10 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
             log,
             urls,
             blobs,
+            artifactLimits: {
+              maxBytes: fileSizeCap(limits.file_max_bytes),
+              storageQuotaBytes: limits.storage_quota_bytes,
+            },
             defaultWaitMs,
             defaultTimeoutMs: opts.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS,
             pollAfterMs: opts.pollAfterMs ?? 60_000,
@@ -288,7 +309,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
             signalRetentionMs: limits.signal_retention_s * 1000,
             outbound,
             ...(opts.random ? { random: opts.random } : {}),
-            taskFiles: (tenantId: string) => taskFiles({ files: store, blobs }, tenantId),
+            taskFiles: (tenantId: string) => taskFiles({ files: store, blobs, urls: fileUrls }, tenantId),
             httpPressed: () => pressure?.pressed() ?? false,
           },
           opts.worker,

@@ -35,10 +35,12 @@ export {
   RetryAfterError,
   StepError,
 } from "./core/errors.ts";
+export type { FileRef, OpenedFile, TaskFiles } from "./core/file-refs.ts";
 export type { JobStatus } from "./core/job.ts";
 export type { ProviderEvent } from "./core/provider-event.ts";
 export type { StandardSchemaV1 } from "./core/standard-schema.ts";
 export type { StepStatus } from "./core/step.ts";
+export type { BucketCredentials, StorageUrlsConfig } from "./core/storage-urls.ts";
 export type { TaskStatus } from "./core/task.ts";
 export type { LogLevel, TaskLog } from "./core/task-log.ts";
 export {

@@ -3,6 +3,7 @@
 export { createLonghaul, createLonghaul as longhaul, type Longhaul, type LonghaulOptions } from "./app.ts";
 export {
   type BlobInfo,
+  type BlobStat,
   type BlobStore,
   type ByteRange,
   FsBlobStore,

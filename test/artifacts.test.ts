@@ -10,7 +10,7 @@ import { defineTask, type TaskType } from "../src/core/task-type.ts";
 import { PostgresStore } from "../src/store/postgres/postgres-store.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
 import type { Store } from "../src/store/store.ts";
-import { quietLog, tempDir, waitFor } from "./helpers.ts";
+import { blobTempsUnder, quietLog, tempDir, waitFor } from "./helpers.ts";
 import { pgAvailableOrReport, pgTestSchemas, pgUnreachable, pgUrl } from "./pg-env.ts";
 
 // step.artifact end to end over real HTTP, on SQLite and on PostgreSQL: a task streams 5 MB into
@@ -18,6 +18,7 @@ import { pgAvailableOrReport, pgTestSchemas, pgUnreachable, pgUrl } from "./pg-e
 // tenant; a re-run after a crash replays it without writing it again; bad names are refused.
 
 const SIZE = 5 * 1024 * 1024;
+const CAP = 6 * 1024 * 1024;
 const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 
 /** Deterministic bytes: chunk `i` of 64 KiB is filled with `i` and numbered. */
@@ -86,6 +87,9 @@ const taskTypes: TaskType[] = [
     await step.artifact(input.name, "x");
     return "stored";
   }),
+  defineTask("art.sized", async (input: { size: number }, step, ctx) =>
+    step.artifact("sized.bin", webStream(`sized:${ctx.taskId}`, input.size)),
+  ),
   defineTask("art.twice", async (_input, step) => {
     await step.artifact("same", "a");
     await step.artifact("same", "b");
@@ -126,6 +130,9 @@ function artifactSuite(dialect: string, open: (dir: string) => Store): void {
     let url: string;
     let key: string;
     let otherKey: string;
+    let quotaKey: string;
+    let quotaTenant: string;
+    let store: Store;
     let blobs: FsBlobStore;
     const crash: Crash = { armed: false, crashed: null };
 
@@ -162,18 +169,28 @@ function artifactSuite(dialect: string, open: (dir: string) => Store): void {
     };
 
     before(async () => {
-      const store = open(tmp.dir);
+      store = open(tmp.dir);
       await store.migrate();
       key = newApiKey();
       otherKey = newApiKey();
+      quotaKey = newApiKey();
       await store.createTenant({ name: "artifacts", keyHash: hashApiKey(key) });
       await store.createTenant({ name: "other", keyHash: hashApiKey(otherKey) });
+      quotaTenant = (
+        await store.createTenant({
+          name: "quota",
+          keyHash: hashApiKey(quotaKey),
+          quotas: { storage_quota_bytes: 1000 },
+        })
+      ).id;
       blobs = new FsBlobStore({ root: join(tmp.dir, "blobs") });
       app = await createLonghaul({
         store: crashingAfterCommit(store, crash),
         logger: quietLog(),
         taskTypes,
         blobs,
+        // Above the 5 MB artifact, below what the cap test streams.
+        limits: { file_max_bytes: CAP },
         worker: { leaseMs: 5000, idleMs: 50 },
       });
       url = await app.listen({ port: 0 });
@@ -292,6 +309,55 @@ function artifactSuite(dialect: string, open: (dir: string) => Store): void {
       // One blob per artifact: the crashed run's bytes are the stored ones, not written again.
       assert.equal((await artifactKeys(id)).length, 4);
       assert.equal(reads.get(`gen:${id}`) ?? 0, 1);
+    });
+
+    test("an artifact past limits.file_max_bytes fails its step at once with ARTIFACT_TOO_LARGE and keeps nothing", async () => {
+      const id = await submit("art.sized", { size: CAP + 64 * 1024 });
+      const task = await ended(id);
+      assert.equal(task.status, "failed");
+      assert.equal(task.error.code, "ARTIFACT_TOO_LARGE", JSON.stringify(task.error));
+      assert.match(task.error.message, new RegExp(`${CAP} bytes`));
+      const step = task.steps.find((st: { id: string }) => st.id === "artifact:sized.bin");
+      assert.equal(step.attempts, 1, "not retried");
+      assert.deepEqual(task.artifacts, []);
+      assert.deepEqual(await artifactKeys(id), []);
+      assert.deepEqual(blobTempsUnder(join(tmp.dir, "blobs")), []);
+      const exact = await ended(await submit("art.sized", { size: CAP }));
+      assert.equal(exact.status, "succeeded", "an artifact of exactly the cap is stored");
+    });
+
+    test("artifacts count against the tenant's storage quota with its files; one past it fails, removed", async () => {
+      const upload = (body: string) =>
+        fetch(`${url}/v1/files`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${quotaKey}`, "content-type": "text/plain" },
+          body,
+        });
+      const run = async (size: number) => {
+        const r = await api("/v1/tasks", { key: quotaKey, body: { type: "art.sized", input: { size } } });
+        assert.equal(r.status, 202, JSON.stringify(r.body));
+        return waitFor(
+          async () => {
+            const t = await api(`/v1/tasks/${r.body.task_id}`, { key: quotaKey });
+            return ["succeeded", "failed"].includes(t.body.status) ? t.body : null;
+          },
+          30_000,
+          "the task to end",
+        );
+      };
+      assert.equal((await upload("f".repeat(600))).status, 201);
+      const fits = await run(300);
+      assert.equal(fits.status, "succeeded", JSON.stringify(fits.error));
+      const over = await run(200);
+      assert.equal(over.status, "failed");
+      assert.equal(over.error.code, "STORAGE_QUOTA_EXCEEDED", JSON.stringify(over.error));
+      assert.match(over.error.message, /take 900 bytes; 200 more/);
+      assert.deepEqual(over.artifacts, []);
+      assert.deepEqual(await artifactKeys(over.id), [], "the refused artifact's bytes are removed");
+      const refused = await upload("g".repeat(200));
+      assert.equal(refused.status, 413, "an upload counts the artifacts too");
+      assert.equal((await refused.json()).error.code, "STORAGE_QUOTA_EXCEEDED");
+      await store.updateTenant(quotaTenant, { quotas: { storage_quota_bytes: 0 } });
     });
 
     test("bad names are VALIDATION_FAILED, the same name twice is STEP_ID_DUPLICATE", async () => {

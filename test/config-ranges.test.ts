@@ -6,6 +6,7 @@ import { after, describe, test } from "node:test";
 import { createLonghaul, type LonghaulOptions } from "../src/app.ts";
 import { checkConfig, envVariables, readConfig } from "../src/cli/config.ts";
 import { devPublicUrl } from "../src/cli/dev.ts";
+import type { LonghaulConfig } from "../src/config/define-config.ts";
 import { LonghaulError } from "../src/core/errors.ts";
 import { isPublicUrl } from "../src/core/settings.ts";
 import { quietLog, tempDir, waitFor } from "./helpers.ts";
@@ -205,6 +206,36 @@ describe("the environment's values are range-checked at start, naming the key an
       () => checkConfig({ metrics: { listen: "127.0.0.1:70000" } }),
       refused(/^metrics\.listen /),
     );
+  });
+
+  test("storage_urls: credentials need both keys, unknown keys are named, and no secret is quoted", () => {
+    const secret = "wJalrXUtnFEMI-K7MDENG-bPxRfiCY";
+    const quoted = (e: unknown) => {
+      assert.ok(!(e as Error).message.includes(secret), (e as Error).message);
+      return true;
+    };
+    const config = (s3: Record<string, unknown>) => ({ storage_urls: { s3 } }) as unknown as LonghaulConfig;
+    assert.throws(
+      () => checkConfig(config({ secret_access_key: secret })),
+      refused(
+        "storage_urls.s3 must be an object with access_key_id and secret_access_key (in the config); got an object with the keys secret_access_key.",
+      ),
+    );
+    assert.throws(() => checkConfig(config({ secret_access_key: secret })), quoted);
+    assert.throws(
+      () => checkConfig(config({ access_key_id: "AKID", secret_access_key: secret, bucket: "b" })),
+      refused(/^Unknown key "storage_urls\.s3\.bucket"/),
+    );
+    assert.throws(
+      () => checkConfig(config({ access_key_id: "AKID", secret_access_key: secret, endpoint: "ftp://x" })),
+      refused(/^storage_urls\.s3\.endpoint must be an http or https URL/),
+    );
+    assert.throws(
+      () => checkConfig({ storage_urls: { timeout_s: 0 } }),
+      refused(/^storage_urls\.timeout_s /),
+    );
+    const ok = checkConfig(config({ access_key_id: "AKID", secret_access_key: secret, region: "eu-west-1" }));
+    assert.equal(ok.storage_urls?.s3?.region, "eu-west-1");
   });
 });
 

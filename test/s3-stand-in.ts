@@ -4,15 +4,16 @@ import type { AddressInfo } from "node:net";
 /**
  * A stand-in for the S3 REST calls `S3BlobStore` makes, over real HTTP: PutObject, GetObject
  * (with Range), HeadObject, DeleteObject and ListObjectsV2, path-style (`/bucket/key`).
- * Signatures are not checked. ListObjectsV2 answers at most `pageSize` keys a page, so the
+ * HeadObject answers Last-Modified from `modifiedAt`, which a test may set back. Signatures are
+ * not checked. ListObjectsV2 answers at most `pageSize` keys a page, so the
  * client's continuation is exercised. Objects are held in memory: the stand-in is for tests.
  */
 export async function startS3StandIn(options: { bucket: string; pageSize?: number }): Promise<{
   endpoint: string;
-  objects: Map<string, { body: Buffer; meta: Record<string, string> }>;
+  objects: Map<string, { body: Buffer; meta: Record<string, string>; modifiedAt?: number }>;
   close: () => Promise<void>;
 }> {
-  const objects = new Map<string, { body: Buffer; meta: Record<string, string> }>();
+  const objects = new Map<string, { body: Buffer; meta: Record<string, string>; modifiedAt?: number }>();
   const pageSize = options.pageSize ?? 2;
   const server: Server = createServer((req, res) => {
     handle(req, res).catch((err) => {
@@ -59,7 +60,7 @@ export async function startS3StandIn(options: { bucket: string; pageSize?: numbe
       for (const [name, value] of Object.entries(req.headers)) {
         if (name.startsWith("x-amz-meta-") && typeof value === "string") meta[name] = value;
       }
-      objects.set(key, { body, meta });
+      objects.set(key, { body, meta, modifiedAt: Date.now() });
       res.setHeader("etag", `"${body.length}"`);
       res.end();
       return;
@@ -78,6 +79,7 @@ export async function startS3StandIn(options: { bucket: string; pageSize?: numbe
         return;
       }
       res.setHeader("content-length", object.body.length);
+      res.setHeader("last-modified", new Date(object.modifiedAt ?? Date.now()).toUTCString());
       for (const [name, value] of Object.entries(object.meta)) res.setHeader(name, value);
       res.end();
       return;

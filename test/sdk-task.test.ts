@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { z } from "zod";
+import type { FileRef, TaskFiles } from "../src/core/file-refs.ts";
 import { MAX_LOG_LINE_CHARS, MAX_LOG_LINES_PER_ADVANCE } from "../src/core/task-log.ts";
 import { task } from "../src/core/task-type.ts";
 import { waitFor } from "./helpers.ts";
@@ -44,6 +45,21 @@ const flood = task({
   },
 });
 
+// `files` is declared on the run args: destructuring it type-checks, typed as `ctx.files` is.
+const measure = task({
+  id: "test.measure",
+  run: async (input: { doc: FileRef }, { step, files }) => {
+    const typed: TaskFiles | undefined = files;
+    return step.run("measure", async () => {
+      if (!typed) throw new Error("no files");
+      const opened = await typed.open(input.doc);
+      let bytes = 0;
+      for await (const chunk of opened.stream) bytes += chunk.length;
+      return { bytes, sha256: opened.sha256 ?? null };
+    });
+  },
+});
+
 /** What the cancelable task's step saw, by task id. */
 const sawAbort = new Map<string, boolean>();
 const started = new Set<string>();
@@ -65,7 +81,7 @@ const patient = task({
 describe("task() over HTTP: schema at submit, replay-aware log, cancel signal", () => {
   let stack: Stack;
   before(async () => {
-    stack = await startStack({ taskTypes: [summarize, chatty, flood, patient] });
+    stack = await startStack({ taskTypes: [summarize, chatty, flood, patient, measure] });
   });
   after(async () => {
     await stack.close();
@@ -119,6 +135,22 @@ describe("task() over HTTP: schema at submit, replay-aware log, cancel signal", 
     assert.equal(t.status, "succeeded", JSON.stringify(t));
     assert.deepEqual(t.input, { document: "one two three", lang: "en" });
     assert.deepEqual(t.output, { words: 3, lang: "en" });
+  });
+
+  test("run args carry files: a task opens its input's {file_id} through them", async () => {
+    const uploaded = await fetch(`${stack.url}/v1/files`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${stack.key}`, "content-type": "text/plain" },
+      body: "twelve bytes",
+    });
+    const file = await uploaded.json();
+    const r = await stack.api("/v1/tasks", {
+      body: { type: "test.measure", input: { doc: { file_id: file.file_id } } },
+    });
+    assert.equal(r.status, 202, JSON.stringify(r.body));
+    const t = await ended(r.body.task_id);
+    assert.equal(t.status, "succeeded", JSON.stringify(t.error));
+    assert.deepEqual(t.output, { bytes: 12, sha256: file.sha256 });
   });
 
   test("log lines are written once although the function ran again after the sleep", async () => {

@@ -65,6 +65,8 @@ export async function startStack(
     random?: () => number;
     /** Where files' bytes live; default a directory in the stack's temporary directory. */
     blobs?: LonghaulOptions["blobs"];
+    storageUrls?: LonghaulOptions["storageUrls"];
+    resolveUrlHost?: LonghaulOptions["resolveUrlHost"];
   } = {},
 ): Promise<Stack> {
   const tmp = tempDir();
@@ -115,6 +117,8 @@ export async function startStack(
     ...(opts.realtime ? { realtime: opts.realtime } : {}),
     ...(opts.httpTimeouts ? { httpTimeouts: opts.httpTimeouts } : {}),
     ...(opts.limits ? { limits: opts.limits } : {}),
+    ...(opts.storageUrls ? { storageUrls: opts.storageUrls } : {}),
+    ...(opts.resolveUrlHost ? { resolveUrlHost: opts.resolveUrlHost } : {}),
     blobs: opts.blobs ?? new FsBlobStore({ root: join(tmp.dir, "blobs") }),
   });
   const url = await app.listen({ port: 0 });

@@ -1538,6 +1538,31 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
       await store.close();
     });
 
+    test("files: namedBlobKeys answers which listed keys a row names, any tenant's", async () => {
+      const { clock, store, tenant, other } = await setup();
+      const file = (sha256: string, tenantId: string) => ({
+        tenantId,
+        filename: null,
+        contentType: "text/plain",
+        size: 1,
+        sha256,
+        blobKey: `files/${tenantId}/${sha256}`,
+        createdAt: clock.now(),
+      });
+      await store.createFile(file("n1", tenant.id));
+      await store.createFile(file("n2", other.id));
+      assert.deepEqual(await store.namedBlobKeys([]), new Set());
+      assert.deepEqual(
+        await store.namedBlobKeys([
+          `files/${tenant.id}/n1`,
+          `files/${other.id}/n2`,
+          `files/${tenant.id}/orphan`,
+        ]),
+        new Set([`files/${tenant.id}/n1`, `files/${other.id}/n2`]),
+      );
+      await store.close();
+    });
+
     test("files: the storage quota counts the tenant's files in the insert's transaction; the tenant's own quota wins", async () => {
       const { clock, store, tenant, other } = await setup();
       const file = (sha256: string, size: number, tenantId = tenant.id) => ({

@@ -7,6 +7,13 @@ export interface BlobInfo {
   sha256: string;
 }
 
+/** What `stat` answers of a blob. */
+export interface BlobStat {
+  key: string;
+  size: number;
+  modifiedAt?: number;
+}
+
 /** A byte range of a blob, both ends inclusive (as HTTP's `Range: bytes=start-end`). */
 export interface ByteRange {
   start: number;
@@ -35,8 +42,12 @@ export interface PutOptions {
 export interface BlobStore {
   put(key: string, body: Readable | AsyncIterable<Uint8Array>, options?: PutOptions): Promise<BlobInfo>;
   get(key: string, range?: ByteRange): Promise<Readable>;
-  /** The blob's size, or null when no blob has that key. */
-  stat(key: string): Promise<{ key: string; size: number } | null>;
+  /**
+   * The blob's size and when it was written (milliseconds since the epoch; a store that cannot
+   * tell leaves it out, and the orphan sweep then never removes the blob), or null when no blob
+   * has that key.
+   */
+  stat(key: string): Promise<BlobStat | null>;
   /** Removes the blob; a missing key is not an error. */
   delete(key: string): Promise<void>;
   /** Every key that starts with `prefix`, in ascending order. */

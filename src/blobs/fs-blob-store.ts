@@ -4,7 +4,7 @@ import { dirname, join, sep } from "node:path";
 import type { Readable } from "node:stream";
 import { type Clock, systemClock } from "../core/clock.ts";
 import { checkBlobKey, checkBlobPrefix } from "./blob-key.ts";
-import type { BlobInfo, BlobStore, ByteRange, PutOptions } from "./blob-store.ts";
+import type { BlobInfo, BlobStat, BlobStore, ByteRange, PutOptions } from "./blob-store.ts";
 import { blobNotFound, resolveRange } from "./range.ts";
 import { spoolToTemp, sweepTemps, TEMP_PREFIX } from "./spool.ts";
 
@@ -61,10 +61,10 @@ export class FsBlobStore implements BlobStore {
     return createReadStream(path, { start, end });
   }
 
-  async stat(key: string): Promise<{ key: string; size: number } | null> {
+  async stat(key: string): Promise<BlobStat | null> {
     try {
       const info = await stat(this.pathOf(key));
-      return info.isFile() ? { key, size: info.size } : null;
+      return info.isFile() ? { key, size: info.size, modifiedAt: info.mtimeMs } : null;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
       throw err;

@@ -1,5 +1,5 @@
 export { BLOB_KEY_MAX_LENGTH, checkBlobKey } from "./blob-key.ts";
-export type { BlobInfo, BlobStore, ByteRange, PutOptions } from "./blob-store.ts";
+export type { BlobInfo, BlobStat, BlobStore, ByteRange, PutOptions } from "./blob-store.ts";
 export { FsBlobStore, type FsBlobStoreOptions } from "./fs-blob-store.ts";
 export type { S3BlobStoreOptions } from "./s3-blob-store.ts";
 

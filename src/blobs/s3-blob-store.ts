@@ -13,7 +13,7 @@ import {
 import { type Clock, systemClock } from "../core/clock.ts";
 import { LonghaulError } from "../core/errors.ts";
 import { checkBlobKey, checkBlobPrefix } from "./blob-key.ts";
-import type { BlobInfo, BlobStore, ByteRange, PutOptions } from "./blob-store.ts";
+import type { BlobInfo, BlobStat, BlobStore, ByteRange, PutOptions } from "./blob-store.ts";
 import { blobNotFound, resolveRange } from "./range.ts";
 import { spoolToTemp, sweepTemps } from "./spool.ts";
 
@@ -109,11 +109,12 @@ export class S3BlobStore implements BlobStore {
     }
   }
 
-  async stat(key: string): Promise<{ key: string; size: number } | null> {
+  async stat(key: string): Promise<BlobStat | null> {
     const objectKey = this.objectKey(key);
     try {
       const out = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: objectKey }));
-      return { key, size: out.ContentLength ?? 0 };
+      const modifiedAt = out.LastModified?.getTime();
+      return { key, size: out.ContentLength ?? 0, ...(modifiedAt === undefined ? {} : { modifiedAt }) };
     } catch (err) {
       if (statusOf(err) === 404) return null;
       throw unavailable("read", key, err);

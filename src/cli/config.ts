@@ -6,6 +6,7 @@ import { LonghaulError } from "../core/errors.ts";
 import type { LimitsConfig } from "../core/limits.ts";
 import { ConfigSettings } from "../core/settings.ts";
 import { checkSettings } from "../core/settings-check.ts";
+import type { StorageUrlsConfig } from "../core/storage-urls.ts";
 
 export { defineConfig, type LonghaulConfig } from "../config/define-config.ts";
 
@@ -164,15 +165,18 @@ export function engineOptions(config: LonghaulConfig): {
   dedupeHorizonMs?: number;
   limits?: LimitsConfig;
   defaultTimeoutMs?: number;
+  storageUrls?: StorageUrlsConfig;
 } {
   const out: {
     pollAfterMs?: number;
     dedupeHorizonMs?: number;
     limits?: LimitsConfig;
     defaultTimeoutMs?: number;
+    storageUrls?: StorageUrlsConfig;
   } = {};
   // The config is checked (`checkConfig`), and the options again by createLonghaul.
   if (config.limits !== undefined) out.limits = config.limits;
+  if (config.storage_urls !== undefined) out.storageUrls = config.storage_urls;
   const poll = config.reconciler?.poll_after_s;
   const horizon = config.inbox?.dedupe_horizon_s;
   const waitTimeout = config.waits?.default_timeout_s;

@@ -1,4 +1,5 @@
 import type { LimitsConfig } from "../core/limits.ts";
+import type { StorageUrlsConfig } from "../core/storage-urls.ts";
 import type { TaskType } from "../core/task-type.ts";
 import type { SourceConfig } from "../ingress/sources.ts";
 import type { OutboundConfig } from "../outbound/settings.ts";
@@ -42,6 +43,12 @@ export interface LonghaulConfig {
    * opens it on the API address.
    */
   metrics?: { listen?: string; public?: boolean };
+  /**
+   * How task code reads `{"url": …}` references: credentials for `s3://` and `gs://` (an HMAC
+   * key of Cloud Storage's S3-compatible API), and `timeout_s`, how long a read may go without
+   * a byte (default 30). `https://` needs none.
+   */
+  storage_urls?: StorageUrlsConfig;
   taskTypes?: TaskType[];
   /** The same as `taskTypes`; both may be given. */
   tasks?: TaskType[];

@@ -84,6 +84,9 @@ export const errorCodes = [
   "URL_NOT_ALLOWED",
   "PROVIDER_RESULT_INVALID",
   "SELF_APPROVAL",
+  "URL_READ_FAILED",
+  "URL_READS_NOT_CONFIGURED",
+  "ARTIFACT_TOO_LARGE",
 ] as const;
 
 export type ErrorCode = (typeof errorCodes)[number];
@@ -126,6 +129,15 @@ export function storageFull(store: string, cause: unknown): LonghaulError {
     `The ${store} database has no space left to write (${why}); nothing was saved. Retry in a few seconds; an operator must free disk space.`,
     { cause, details: { retry_after_s: STORAGE_FULL_RETRY_AFTER_S } },
   );
+}
+
+/**
+ * Marks a LonghaulError as final for the step that sees it: retrying cannot help (a URL that
+ * is refused, a file over the cap), so the step fails at once and keeps the error's own code.
+ */
+export function nonRetriable<E extends LonghaulError>(err: E): E {
+  brand(err, "longhaul:NonRetriableError");
+  return err;
 }
 
 /** Thrown by task code: fail now, do not retry. */

@@ -56,6 +56,9 @@ export interface OpenedFile {
 
 /** `ctx.files` of a task function: opens the file references of its input, scoped by its tenant. */
 export interface TaskFiles {
-  /** Streams the file a reference names; FILE_NOT_FOUND when the tenant has no such file. */
+  /**
+   * Streams the file a reference names: FILE_NOT_FOUND when the tenant has no such file; for a
+   * URL, URL_NOT_ALLOWED, FILE_TOO_LARGE, URL_READ_FAILED or URL_READS_NOT_CONFIGURED.
+   */
   open(ref: FileRef): Promise<OpenedFile>;
 }

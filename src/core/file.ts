@@ -84,7 +84,7 @@ export function fileNotFound(id: string): LonghaulError {
 export function storageQuotaExceeded(quota: number, used: number, size: number): LonghaulError {
   return new LonghaulError(
     "STORAGE_QUOTA_EXCEEDED",
-    `The tenant's files take ${used} bytes; ${size} more would pass its storage quota of ${quota} bytes (limits.storage_quota_bytes or the tenant's quotas.storage_quota_bytes); nothing was kept.`,
+    `The tenant's files and artifacts take ${used} bytes; ${size} more would pass its storage quota of ${quota} bytes (limits.storage_quota_bytes or the tenant's quotas.storage_quota_bytes); nothing was kept.`,
     { details: { quota_bytes: quota, used_bytes: used, size } },
   );
 }

@@ -70,8 +70,10 @@ export interface ReplayPorts {
    * Records a written artifact and its step's outcome in one transaction (ARCHITECTURE §3.8),
    * answering the stored artifact: the task's artifact of that name if one was already stored,
    * whose bytes are kept while the new ones are removed. Awaited before the step resolves.
+   * `refused`: the artifact would pass the tenant's storage quota; its step was stored failed
+   * with that error, and the bytes were removed.
    */
-  storeArtifact?(a: ArtifactToStore): Promise<ArtifactInfo>;
+  storeArtifact?(a: ArtifactToStore): Promise<ArtifactInfo | { refused: ErrorInfo }>;
   /** Records that a callback's URL reached its `handoff`. */
   markHandedOff(stepId: string): Promise<void>;
   /**

@@ -19,7 +19,7 @@ export interface SettingsSource {
 interface Node {
   type?: string;
   description?: string;
-  redact?: "url" | "length";
+  redact?: "url" | "length" | "keys";
   properties?: Record<string, Node>;
 }
 
@@ -90,6 +90,10 @@ function valueAt(value: unknown, key: string): unknown {
  */
 function shown(v: unknown, node: Node, raw: boolean): string {
   if (node.redact === "length" && typeof v === "string") return `a value of ${v.length} characters`;
+  // An object that holds a secret among its keys: its keys alone.
+  if (node.redact === "keys" && typeof v === "object" && v !== null && !Array.isArray(v)) {
+    return `an object with the keys ${Object.keys(v).join(", ") || "none"}`;
+  }
   if (node.redact === "url" && typeof v === "string") v = v.replace(/\/\/[^/?#]*@/, "//[redacted]@");
   let text: string;
   if (typeof v === "string") text = raw ? v : JSON.stringify(v);

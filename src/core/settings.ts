@@ -35,6 +35,7 @@ export const SECONDS_RANGES = {
   "outbound.retry_schedule_s": { min: 0, max: 7 * DAY_S, whole: false },
   "limits.signal_retention_s": { min: 0, above: true, max: YEAR_S, whole: false },
   "limits.schema_timeout_s": { min: 0, above: true, max: 300, whole: false },
+  "storage_urls.timeout_s": { min: 0, above: true, max: 3600, whole: false },
 } as const satisfies Record<string, SecondsRange>;
 
 /** Retries of an outbound webhook: the most entries `outbound.retry_schedule_s` may list. */
@@ -66,6 +67,16 @@ export const LISTEN_PATTERN = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/;
 
 // No user or password, query or fragment, blank or backslash: links are `<public_url>/<path>`.
 const PUBLIC_URL_PATTERN = /^https?:\/\/[^\s/?#@\\]+(?:\/[^\s?#\\]*)?$/i;
+
+/** Whether `text` is an absolute http or https URL. */
+function isHttpUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "";
+  } catch {
+    return false;
+  }
+}
 
 /** Whether `text` may be `public_url`: http(s), a host, an optional path, nothing else. */
 export function isPublicUrl(text: string): boolean {
@@ -152,6 +163,37 @@ export const LimitsSettings = block({
 });
 export const MetricsSettings = block({ listen: Listen, public: bool });
 
+const text = (description: string, redact?: "length") =>
+  Type.String({ minLength: 1, description, ...(redact ? { redact } : {}) });
+
+/** Credentials of one bucket scheme: the key pair is required, the rest has defaults. */
+const BucketCredentials = Type.Object(
+  {
+    endpoint: Type.Optional(
+      Type.Refine(
+        Type.String({ description: "an http or https URL, such as https://s3.example.com" }),
+        isHttpUrl,
+      ),
+    ),
+    region: Type.Optional(text("a region name, such as eu-west-1")),
+    access_key_id: text("an access key id"),
+    secret_access_key: text("a secret access key", "length"),
+    force_path_style: Type.Optional(bool),
+  },
+  {
+    additionalProperties: false,
+    description: "an object with access_key_id and secret_access_key",
+    // Holds a secret: a refusal of the whole object names its keys, not their values.
+    redact: "keys",
+  },
+);
+
+export const StorageUrlsSettings = block({
+  timeout_s: seconds("storage_urls.timeout_s"),
+  s3: BucketCredentials,
+  gs: BucketCredentials,
+});
+
 const taskList = Type.Array(Type.Unknown(), { description: "a list of task types" });
 
 /** The configuration file, the environment's values over it (LonghaulConfig in src/cli/config.ts). */
@@ -167,6 +209,7 @@ export const ConfigSettings = block({
   outbound: OutboundSettings,
   limits: LimitsSettings,
   metrics: MetricsSettings,
+  storage_urls: StorageUrlsSettings,
   taskTypes: taskList,
   tasks: taskList,
 });
@@ -206,6 +249,7 @@ export const OptionSettings = Type.Object(
     outbound: Type.Optional(OutboundSettings),
     limits: Type.Optional(LimitsSettings),
     metrics: Type.Optional(MetricsSettings),
+    storageUrls: Type.Optional(StorageUrlsSettings),
   },
   { additionalProperties: true },
 );

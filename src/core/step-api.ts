@@ -260,6 +260,7 @@ async function artifactStep(
     storeArtifact({ ...bytes, stepId: id, position: c.pos, attempts: attempt, name, contentType }),
   );
   if (stored === FATAL) return never();
+  if ("refused" in stored) throw new StepError(id, stored.refused);
   return stored;
 }
 

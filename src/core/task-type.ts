@@ -217,7 +217,10 @@ export interface TaskInfo {
  * and `signal`; they are optional here so a context can be made by hand (in tests).
  */
 export interface TaskContext extends TaskInfo {
-  /** Opens the file references of the input (`{"file_id"}`), streamed from the blob store, scoped by the task's tenant. */
+  /**
+   * Opens the file references of the input: `{"file_id"}` streamed from the blob store, scoped by
+   * the task's tenant; `{"url"}` streamed from the URL (README "Files").
+   */
   files?: TaskFiles;
   /** Replay-aware log lines: each is written once, to the task's timeline and the worker's log. */
   log?: TaskLog;
@@ -228,7 +231,10 @@ export interface TaskContext extends TaskInfo {
 /** What a `task()` run function is given: the step API, `log`, `signal` and the task's ids. */
 export interface RunArgs extends TaskInfo {
   step: StepApi;
-  /** Opens the file references of the input (`{"file_id"}`), streamed, scoped by the task's tenant; absent on an engine without a blob store. */
+  /**
+   * Opens the file references of the input (`{"file_id"}`, `{"url"}`), streamed, a file scoped by
+   * the task's tenant; absent on an engine without a blob store.
+   */
   files?: TaskFiles;
   /** Replay-aware log lines: each is written once, to the task's timeline and the worker's log. */
   log: TaskLog;

@@ -4,6 +4,7 @@ import { fileChunkSink } from "./chunk-sink.ts";
 import { demoApproval } from "./demo-approval.ts";
 import { demoCallback } from "./demo-callback.ts";
 import { demoEcho } from "./demo-echo.ts";
+import { demoFile } from "./demo-file.ts";
 import { ragSummary } from "./rag-summary.ts";
 
 /**
@@ -11,5 +12,12 @@ import { ragSummary } from "./rag-summary.ts";
  * graphs. Chunks of `rag_summary` go under `dataDir/chunks`.
  */
 export function demoTaskTypes(dataDir: string): TaskType[] {
-  return [demoEcho, demoCallback, demoApproval, ragSummary(fileChunkSink(`${dataDir}/chunks`)), graphTask];
+  return [
+    demoEcho,
+    demoCallback,
+    demoApproval,
+    demoFile,
+    ragSummary(fileChunkSink(`${dataDir}/chunks`)),
+    graphTask,
+  ];
 }

@@ -10,6 +10,7 @@ import type { Provider } from "../providers/provider.ts";
 import type {
   AdvanceStore,
   ArtifactStore,
+  FileStore,
   InboxStore,
   JobStore,
   OutboundStore,
@@ -29,7 +30,8 @@ export type EngineStore = TaskStore &
   QueueStore &
   OutboundStore &
   WebhookRefusalStore &
-  ArtifactStore;
+  ArtifactStore &
+  Pick<FileStore, "namedBlobKeys">;
 
 /** What the work handlers need. Wired once in `src/app.ts`. */
 export interface EngineDeps {
@@ -44,6 +46,8 @@ export interface EngineDeps {
   urls: CapabilityUrls;
   /** Where `step.artifact` writes its bytes (the deployment's blob store). */
   blobs?: BlobStore;
+  /** An artifact's cap (`limits.file_max_bytes`, absent: none) and the storage quota it counts against. */
+  artifactLimits?: { maxBytes?: number | undefined; storageQuotaBytes?: number | undefined };
   /** Lifetime of a callback or approval without a timeout of its own (the token TTL). */
   defaultWaitMs: number;
   /** Deadline of a job or event wait without a timeout of its own. */

@@ -121,6 +121,12 @@ export const handlers: Handlers = {
     if (pruned.blobTemps > 0) {
       d.log.info({ blobTemps: pruned.blobTemps }, "removed temporary blob files a crashed write left");
     }
+    if (pruned.blobOrphans > 0) {
+      d.log.info(
+        { blobOrphans: pruned.blobOrphans },
+        "removed blobs no file or artifact names, left by a crash",
+      );
+    }
   },
 
   async deliver(d, item, lease) {

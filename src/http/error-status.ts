@@ -104,6 +104,15 @@ export const errorStatus: Readonly<Record<ErrorCode, number>> = {
   PROVIDER_RESULT_INVALID: 502,
   /** The task's own requester tried to decide its approval, which the step does not allow. */
   SELF_APPROVAL: 403,
+  /**
+   * A task's read of a `{"url": …}` failed upstream: no connection, a failed answer, too many
+   * redirects, a body cut short or longer than its Content-Length, no bytes within the timeout.
+   */
+  URL_READ_FAILED: 502,
+  /** A task read an `s3://` or `gs://` URL, but `storage_urls` gives no credentials for it. */
+  URL_READS_NOT_CONFIGURED: 501,
+  /** A `step.artifact` over `limits.file_max_bytes`; nothing was kept. */
+  ARTIFACT_TOO_LARGE: 413,
 };
 
 /** The HTTP status of an error: its code's, or 500 for anything that is not a LonghaulError. */

@@ -31,7 +31,7 @@ export interface VettedTarget {
   family: 4 | 6;
 }
 
-type Resolve = (host: string) => Promise<{ address: string; family: number }[]>;
+export type Resolve = (host: string) => Promise<{ address: string; family: number }[]>;
 
 const systemResolve: Resolve = (host) => dnsLookup(host, { all: true, verbatim: true });
 

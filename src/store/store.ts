@@ -425,6 +425,11 @@ export interface FileStore {
   ): Promise<{ files: FileRow[]; nextCursor: string | null }>;
   /** Deletes the row and answers it, or null when the tenant has no such file. */
   deleteFile(tenantId: string, id: string): Promise<FileRow | null>;
+  /**
+   * Which of `keys` (blob keys, any tenant's) a file's or an artifact's row names: what the
+   * maintenance sweep keeps. At most a page of keys at a time (500).
+   */
+  namedBlobKeys(keys: readonly string[]): Promise<Set<string>>;
 }
 
 /** Reads for a tenant's task throughput and latency (`core/task-stats.ts`). */
@@ -619,6 +624,12 @@ export interface DeliveryAttemptInput {
 }
 
 /**
+ * What storing an artifact came to: its row (`created: false` when the task already had one of
+ * that name), or, past the tenant's storage quota, the error its step was stored failed with.
+ */
+export type StoredArtifact = { artifact: ArtifactRow; created: boolean } | { refused: ErrorInfo };
+
+/**
  * Tasks' named artifacts (`core/artifact.ts`); their bytes are the blob store's. A read names
  * the tenant: another tenant's task has none.
  */
@@ -632,6 +643,7 @@ export interface ArtifactStore {
     lease: Lease,
     step: { stepId: string; position: number; attempts: number },
     artifact: ArtifactRow,
-  ): Promise<{ artifact: ArtifactRow; created: boolean }>;
+    opts?: { storageQuotaBytes?: number },
+  ): Promise<StoredArtifact>;
   getArtifact(tenantId: string, taskId: string, name: string): Promise<ArtifactRow | null>;
 }

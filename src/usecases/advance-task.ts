@@ -44,6 +44,8 @@ export async function advanceTask(
     clock: Clock;
     /** Where `step.artifact` writes; without it that step fails the task. */
     blobs?: BlobStore | undefined;
+    /** `limits.file_max_bytes` (absent: no cap) and `limits.storage_quota_bytes` for artifacts. */
+    artifactLimits?: { maxBytes?: number | undefined; storageQuotaBytes?: number | undefined } | undefined;
     taskTypes: { find(name: string): TaskType | undefined };
     urls: Pick<CapabilityUrls, "callback">;
     /** The poll-after of a job whose step sets none. */
@@ -119,10 +121,19 @@ export async function advanceTask(
         markHandedOff: (stepId) => d.store.markHandedOff(lease, taskId, stepId),
         ...(blobs
           ? {
-              writeArtifact: (data) => writeArtifact({ blobs }, { tenantId: task.tenantId, taskId, data }),
+              writeArtifact: (data) =>
+                writeArtifact(
+                  { blobs, maxBytes: d.artifactLimits?.maxBytes },
+                  { tenantId: task.tenantId, taskId, data },
+                ),
               storeArtifact: (artifact) =>
                 recordArtifact(
-                  { store: d.store, blobs, clock: d.clock },
+                  {
+                    store: d.store,
+                    blobs,
+                    clock: d.clock,
+                    storageQuotaBytes: d.artifactLimits?.storageQuotaBytes,
+                  },
                   { lease, tenantId: task.tenantId, taskId, artifact },
                 ),
             }

@@ -49,7 +49,9 @@ export async function createFile(
     f.sha256,
   ]);
   if (same) return { file: toFile(same), created: false };
-  if (opts.storageQuotaBytes !== undefined) await checkStorageQuota(tx, f, opts.storageQuotaBytes);
+  if (opts.storageQuotaBytes !== undefined) {
+    await checkStorageQuota(tx, f.tenantId, f.size, opts.storageQuotaBytes);
+  }
   const id = tx.ids.next(FILE_ID_PREFIX);
   const inserted = await tx.run(
     `INSERT INTO files (id, tenant_id, filename, content_type, size, sha256, blob_key, created_at)
@@ -67,24 +69,31 @@ export async function createFile(
 }
 
 /**
- * Refuses a file that would take its tenant's files past the storage quota: the tenant's
- * `quotas.storage_quota_bytes`, else `fallback` (`limits.storage_quota_bytes`); 0 is no cap.
- * The tenant's row is locked first, so two uploads at once are counted one after the other.
+ * Refuses `size` more bytes that would take a tenant's files and artifacts past its storage
+ * quota: the tenant's `quotas.storage_quota_bytes`, else `fallback` (`limits.storage_quota_bytes`);
+ * 0 is no cap. The tenant's row is locked first, so uploads and artifacts stored at once are
+ * counted one after the other.
  */
-async function checkStorageQuota(tx: Tx, f: NewFile, fallback: number): Promise<void> {
+export async function checkStorageQuota(
+  tx: Tx,
+  tenantId: string,
+  size: number,
+  fallback: number,
+): Promise<void> {
   const tenant = await tx.get<{ quotas: string }>(
     `SELECT quotas FROM tenants WHERE id = ?${tx.d.forUpdate}`,
-    [f.tenantId],
+    [tenantId],
   );
   const own = tenant ? parseJson<Quotas>(tenant.quotas)?.storage_quota_bytes : undefined;
   const quota = own ?? fallback;
   if (quota <= 0) return;
   const used = await tx.get<{ n: number | string | null }>(
-    "SELECT COALESCE(SUM(size), 0) AS n FROM files WHERE tenant_id = ?",
-    [f.tenantId],
+    `SELECT (SELECT COALESCE(SUM(size), 0) FROM files WHERE tenant_id = ?)
+          + (SELECT COALESCE(SUM(size), 0) FROM artifacts WHERE tenant_id = ?) AS n`,
+    [tenantId, tenantId],
   );
   const total = Number(used?.n ?? 0);
-  if (total + f.size > quota) throw storageQuotaExceeded(quota, total, f.size);
+  if (total + size > quota) throw storageQuotaExceeded(quota, total, size);
 }
 
 /** One of the tenant's files, or null: another tenant's id reads as none. */
@@ -112,4 +121,20 @@ export async function deleteFile(tx: Tx, tenantId: string, id: string): Promise<
   if (!row) return null;
   await tx.run("DELETE FROM files WHERE id = ?", [id]);
   return toFile(row);
+}
+
+/** The most keys `namedBlobKeys` takes at once: two placeholders each, far below either dialect's cap. */
+export const NAMED_BLOB_KEYS_PAGE = 500;
+
+/** Which of `keys` a file's or an artifact's row names (the blob_key indexes, migration 024). */
+export async function namedBlobKeys(tx: Tx, keys: readonly string[]): Promise<Set<string>> {
+  if (keys.length === 0) return new Set();
+  if (keys.length > NAMED_BLOB_KEYS_PAGE) throw new Error(`at most ${NAMED_BLOB_KEYS_PAGE} keys at once`);
+  const marks = keys.map(() => "?").join(", ");
+  const rows = await tx.all<{ blob_key: string }>(
+    `SELECT blob_key FROM files WHERE blob_key IN (${marks})
+     UNION SELECT blob_key FROM artifacts WHERE blob_key IN (${marks})`,
+    [...keys, ...keys],
+  );
+  return new Set(rows.map((r) => r.blob_key));
 }

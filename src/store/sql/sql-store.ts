@@ -327,8 +327,9 @@ export abstract class SqlStore implements Store {
     lease: Lease,
     step: { stepId: string; position: number; attempts: number },
     artifact: ArtifactRow,
+    opts?: { storageQuotaBytes?: number },
   ) {
-    return this.run.write((tx) => artifacts.storeArtifact(tx, lease, step, artifact));
+    return this.run.write((tx) => artifacts.storeArtifact(tx, lease, step, artifact, opts));
   }
   getArtifact(tenantId: string, taskId: string, name: string) {
     return this.run.read((tx) => artifacts.getArtifact(tx, tenantId, taskId, name));
@@ -346,5 +347,8 @@ export abstract class SqlStore implements Store {
   }
   deleteFile(tenantId: string, id: string) {
     return this.run.write((tx) => files.deleteFile(tx, tenantId, id));
+  }
+  namedBlobKeys(keys: readonly string[]) {
+    return this.run.read((tx) => files.namedBlobKeys(tx, keys));
   }
 }
