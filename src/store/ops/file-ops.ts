@@ -126,7 +126,7 @@ export async function deleteFile(tx: Tx, tenantId: string, id: string): Promise<
 /** The most keys `namedBlobKeys` takes at once: two placeholders each, far below either dialect's cap. */
 export const NAMED_BLOB_KEYS_PAGE = 500;
 
-/** Which of `keys` a file's or an artifact's row names (the blob_key indexes, migration 024). */
+/** Which of `keys` a file's or an artifact's row names (the blob_key indexes, migration 021). */
 export async function namedBlobKeys(tx: Tx, keys: readonly string[]): Promise<Set<string>> {
   if (keys.length === 0) return new Set();
   if (keys.length > NAMED_BLOB_KEYS_PAGE) throw new Error(`at most ${NAMED_BLOB_KEYS_PAGE} keys at once`);
