@@ -84,6 +84,8 @@ export const errorCodes = [
   "URL_NOT_ALLOWED",
   "PROVIDER_RESULT_INVALID",
   "SELF_APPROVAL",
+  "PAYLOAD_NOT_FOUND",
+  "PAYLOAD_UNREADABLE",
 ] as const;
 
 export type ErrorCode = (typeof errorCodes)[number];

@@ -44,6 +44,11 @@ export interface EngineDeps {
   urls: CapabilityUrls;
   /** Where `step.artifact` writes its bytes (the deployment's blob store). */
   blobs?: BlobStore;
+  /**
+   * `limits.inline_max_bytes`: a step's result or a task's output whose JSON is longer is kept
+   * in `blobs` and its row holds a reference (ARCHITECTURE §4.10). Absent or 0: all inline.
+   */
+  inlineMaxBytes?: number;
   /** Lifetime of a callback or approval without a timeout of its own (the token TTL). */
   defaultWaitMs: number;
   /** Deadline of a job or event wait without a timeout of its own. */

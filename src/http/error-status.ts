@@ -104,6 +104,10 @@ export const errorStatus: Readonly<Record<ErrorCode, number>> = {
   PROVIDER_RESULT_INVALID: 502,
   /** The task's own requester tried to decide its approval, which the step does not allow. */
   SELF_APPROVAL: 403,
+  /** The task (of this tenant) has no such value: no output yet, or no step of that id. */
+  PAYLOAD_NOT_FOUND: 404,
+  /** A value kept in the blob store is missing there, or its bytes do not match the reference's SHA-256. */
+  PAYLOAD_UNREADABLE: 500,
 };
 
 /** The HTTP status of an error: its code's, or 500 for anything that is not a LonghaulError. */
