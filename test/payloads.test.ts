@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import Database from "better-sqlite3";
@@ -13,6 +15,7 @@ import { defineTask, type TaskType } from "../src/core/task-type.ts";
 import { PostgresStore } from "../src/store/postgres/postgres-store.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
 import type { Store } from "../src/store/store.ts";
+import { bigThenHangTask, bigValue } from "./fixtures/payload-task.ts";
 import { quietLog, tempDir, waitFor } from "./helpers.ts";
 import { pgAvailableOrReport, pgBaseUrl, pgTestSchemas, pgUnreachable, pgUrl } from "./pg-env.ts";
 
@@ -23,17 +26,6 @@ import { pgAvailableOrReport, pgBaseUrl, pgTestSchemas, pgUnreachable, pgUrl } f
 
 const MB = 1024 * 1024;
 const sha256 = (b: Uint8Array | string) => createHash("sha256").update(b).digest("hex");
-
-/** A deterministic JSON value of about `bytes` bytes. */
-function bigValue(bytes: number, seed: string): { seed: string; rows: { i: number; text: string }[] } {
-  const rows: { i: number; text: string }[] = [];
-  for (let i = 0, n = 0; n < bytes; i++) {
-    const text = `${seed}-${i}-`.padEnd(100, "x");
-    rows.push({ i, text });
-    n += text.length + 20;
-  }
-  return { seed, rows };
-}
 
 /** How often each task's "big" step ran. */
 const bigRuns = new Map<string, number>();
@@ -402,3 +394,78 @@ if (pgAvailableOrReport(await pgUnreachable(), "PostgreSQL large payload tests")
     };
   });
 }
+
+test("a worker killed after a 5 MB step: another takes the task over and its replay reads the same value from the blob store", async () => {
+  const tmp = tempDir("longhaul-payloads-crash-");
+  const db = join(tmp.dir, "longhaul.db");
+  const blobDir = join(tmp.dir, "blobs");
+  const log = join(tmp.dir, "steps.log");
+  const store = new SqliteStore({ path: db });
+  await store.migrate();
+  const tenant = await store.createTenant({ name: "t", keyHash: "k" });
+  const { task } = await store.submitTask({
+    tenantId: tenant.id,
+    type: "payload.takeover",
+    input: {},
+    clientRequestId: null,
+    userId: null,
+    traceId: null,
+  });
+  const child = spawn(process.execPath, ["--import", "tsx", "test/fixtures/payload-worker-process.ts"], {
+    env: {
+      ...process.env,
+      LONGHAUL_TEST_DB: db,
+      LONGHAUL_TEST_BLOBS: blobDir,
+      LONGHAUL_TEST_STEPS_FILE: log,
+      LONGHAUL_TEST_LEASE_MS: "600",
+    },
+    stdio: "inherit",
+  });
+  const steps = () => {
+    try {
+      return readFileSync(log, "utf8").trim().split("\n");
+    } catch {
+      return [];
+    }
+  };
+  await waitFor(() => steps().includes("hang"), 30_000, "the first worker to reach step hang");
+  child.kill("SIGKILL");
+  await new Promise((r) => child.once("exit", r));
+
+  const app = await createLonghaul({
+    store,
+    blobs: new FsBlobStore({ root: blobDir }),
+    logger: quietLog(),
+    role: "worker",
+    taskTypes: [bigThenHangTask(log, false)],
+    worker: { leaseMs: 600, idleMs: 50, releaseOrphansOnStart: false },
+  });
+  app.start();
+  try {
+    const done = await waitFor(
+      async () => {
+        const d = await store.getTask(tenant.id, task.id);
+        return d?.task.status === "succeeded" ? d : null;
+      },
+      30_000,
+      "the task to succeed on the second worker",
+    );
+    const big = JSON.stringify(bigValue(5 * MB, "takeover"));
+    assert.deepEqual(done.task.output, {
+      rows: bigValue(5 * MB, "takeover").rows.length,
+      sha256: sha256(big),
+    });
+    assert.deepEqual(
+      steps(),
+      ["big", "hang", "hang"],
+      "step big ran once; only the interrupted step ran again",
+    );
+    // The row names the blob by its SHA-256; nothing but references is in it.
+    assert.deepEqual(done.steps.find((s) => s.stepId === "big")?.output, {
+      $longhaul_payload: { sha256: sha256(big), size: Buffer.byteLength(big) },
+    });
+  } finally {
+    await app.close();
+    tmp.cleanup();
+  }
+});
