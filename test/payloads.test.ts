@@ -62,6 +62,11 @@ const taskTypes: TaskType[] = [
     return { input, a, b };
   }),
   defineTask("pl.lookalike-output", async () => lookAlike),
+  defineTask("pl.wait", async (input: { name: string }, step) => {
+    const big = await step.run("big", () => bigValue(1 * MB, input.name));
+    const data = await step.waitForEvent("go", { match: { event: input.name } });
+    return { rows: big.rows.length, data };
+  }),
 ];
 
 interface Dialect {
@@ -319,6 +324,22 @@ function payloadSuite(name: string, open: (dir: string, clock: Clock) => Dialect
       const out = await ended(await submit("pl.lookalike-output"));
       assert.deepEqual(out.output, lookAlike);
       assert.equal((await api(`/v1/tasks/${out.task_id}/output`)).text, JSON.stringify(lookAlike));
+    });
+
+    test("a resumed task whose result's bytes are gone from the blob store fails with PAYLOAD_UNREADABLE", async () => {
+      const name = `gone-${Math.random().toString(36).slice(2)}`;
+      const id = await submit("pl.wait", { name });
+      await waitFor(async () => (await api(`/v1/tasks/${id}`)).body.status === "waiting", 30_000, "the wait");
+      const text = JSON.stringify(bigValue(1 * MB, name));
+      const key = (await payloadKeys()).find((k) => k.endsWith(`/${sha256(text)}`));
+      assert.ok(key, "the result is in the blob store");
+      await blobs.delete(key);
+      assert.equal((await api("/v1/signals", { body: { name, data: 1 } })).status, 202);
+      const task = await ended(id);
+      assert.equal(task.status, "failed");
+      assert.equal(task.error.code, "PAYLOAD_UNREADABLE");
+      // The view answers the same: the bytes it would read are not there.
+      assert.equal((await api(`/v1/tasks/${id}/steps/big/output`)).status, 500);
     });
 
     test("a link expires on the injected clock: refused once its read token's lifetime has passed", async () => {

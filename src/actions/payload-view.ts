@@ -1,3 +1,4 @@
+import { LonghaulError } from "../core/errors.ts";
 import { inlineValue, payloadRef } from "../core/payload.ts";
 import type { TaskDetail, TaskRow } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
@@ -42,8 +43,13 @@ export async function detailView(
   for (const stored of values) {
     const ref = payloadRef(stored);
     if (ref === null || ref.size > budget || read.has(stored)) continue;
-    read.set(stored, await loadPayload(d.payloads?.blobs, detail.task.tenantId, stored));
-    budget -= ref.size;
+    try {
+      read.set(stored, await loadPayload(d.payloads?.blobs, detail.task.tenantId, stored));
+      budget -= ref.size;
+    } catch (err) {
+      // The task is still shown: the value's link answers what is wrong with its bytes.
+      if (!(err instanceof LonghaulError && err.code === "PAYLOAD_UNREADABLE")) throw err;
+    }
   }
   const linked = linkedView(d.urls, detail.task);
   return (stored, path) => (read.has(stored) ? { value: read.get(stored) } : linked(stored, path));

@@ -96,10 +96,22 @@ export async function advanceTask(
     blobs && d.inlineMaxBytes ? { blobs, inlineMaxBytes: d.inlineMaxBytes } : undefined;
   // The task code sees values, never references: what was kept in the blob store is read back
   // (checked against its SHA-256) before the replay, so a replay runs on the same values.
-  const input = await loadPayload(blobs, task.tenantId, task.input);
+  let input: unknown;
   const history: StoredStep[] = [];
-  for (const s of loaded.history) {
-    history.push(s.output === null ? s : { ...s, output: await loadPayload(blobs, task.tenantId, s.output) });
+  try {
+    input = await loadPayload(blobs, task.tenantId, task.input);
+    for (const s of loaded.history) {
+      history.push(
+        s.output === null ? s : { ...s, output: await loadPayload(blobs, task.tenantId, s.output) },
+      );
+    }
+  } catch (err) {
+    // Bytes missing or altered will not come back: the task fails, naming them, instead of
+    // its advance retrying until it is dead. A blob store that cannot be reached is retried.
+    if (!(err instanceof LonghaulError && err.code === "PAYLOAD_UNREADABLE")) throw err;
+    const error = toErrorInfo(err);
+    await d.store.finishAdvance(lease, taskId, { kind: "failed", error });
+    return { kind: "failed", error, ...about };
   }
   const canceled = watchForCancel(d.store, taskId);
   let result: RunResult;
