@@ -342,6 +342,33 @@ function payloadSuite(name: string, open: (dir: string, clock: Clock) => Dialect
       assert.equal((await api(`/v1/tasks/${id}/steps/big/output`)).status, 500);
     });
 
+    test("a link minted for a read token's holder expires with that token, so links never renew it", async () => {
+      const id = await submit("pl.big");
+      await ended(id);
+      const minted = await api("/v1/tokens", { body: { scope: { task_id: id }, ttl: 60 } });
+      assert.equal(minted.status, 201, minted.text);
+      const view = await api(`/v1/tasks/${id}?token=${minted.body.token}`, { key: null });
+      assert.equal(view.status, 200);
+      const link = view.body.output_url as string;
+      assert.equal((await api(link, { key: null, method: "HEAD" })).status, 200);
+      offsetMs += 61_000;
+      const late = await api(link, { key: null });
+      assert.equal(late.status, 410);
+      assert.equal(late.body.error.code, "TOKEN_EXPIRED");
+    });
+
+    test("an embedded submit of a 3 MB input keeps it in the blob store too, and lh.get links it", async () => {
+      const tenantId = (await dialect.store.tenantByKeyHash(hashApiKey(key)))!.id;
+      const text = "e".repeat(3 * MB);
+      const r = await app.submit(tenantId, { type: "pl.echo", input: { text } });
+      const task = await ended(r.task_id);
+      assert.deepEqual(task.output, { length: text.length, sha256: sha256(text) });
+      assert.ok((await dialect.columnBytes(r.task_id)).input < 200);
+      const got = await app.get(tenantId, r.task_id);
+      assert.equal(got.input, null);
+      assert.match(got.input_url ?? "", /\/input\?token=v1\./);
+    });
+
     test("a link expires on the injected clock: refused once its read token's lifetime has passed", async () => {
       const id = await submit("pl.big");
       const task = await ended(id);

@@ -19,12 +19,15 @@ export const payloadPath = {
     `/v1/tasks/${encodeURIComponent(taskId)}/steps/${encodeURIComponent(stepId)}/output`,
 };
 
-/** The view of a list: nothing is read from the blob store; each value there is a URL. */
-export function linkedView(urls: CapabilityUrls, task: TaskRow): PayloadView {
+/**
+ * The view of a list: nothing is read from the blob store; each value there is a URL, expiring
+ * by `notAfter` at the latest (the reader's own read token's expiry).
+ */
+export function linkedView(urls: CapabilityUrls, task: TaskRow, notAfter?: number): PayloadView {
   return (stored, path) =>
     payloadRef(stored) === null
       ? { value: inlineValue(stored) }
-      : { value: null, url: urls.payload(task.tenantId, task.id, path) };
+      : { value: null, url: urls.payload(task.tenantId, task.id, path, notAfter) };
 }
 
 /**
@@ -36,6 +39,7 @@ export function linkedView(urls: CapabilityUrls, task: TaskRow): PayloadView {
 export async function detailView(
   d: { urls: CapabilityUrls; payloads?: (PayloadBlobs & { inlineResponseMaxBytes: number }) | undefined },
   detail: TaskDetail,
+  notAfter?: number,
 ): Promise<PayloadView> {
   const read = new Map<unknown, unknown>();
   let budget = d.payloads?.inlineResponseMaxBytes ?? 0;
@@ -51,6 +55,6 @@ export async function detailView(
       if (!(err instanceof LonghaulError && err.code === "PAYLOAD_UNREADABLE")) throw err;
     }
   }
-  const linked = linkedView(d.urls, detail.task);
+  const linked = linkedView(d.urls, detail.task, notAfter);
   return (stored, path) => (read.has(stored) ? { value: read.get(stored) } : linked(stored, path));
 }

@@ -95,16 +95,18 @@ export async function submitAction(
 
 /**
  * `GET /v1/tasks/:id`: the task with its steps, jobs and a waiting step's links; without the
- * links (`links: false`) for a reader holding a read token.
+ * links (`links: false`) for a reader holding a read token, whose links to large values expire
+ * with that token (`linksExpireBy`).
  */
 export async function getTaskAction(
   d: Pick<TaskActionDeps, "store" | "urls" | "payloads">,
   tenantId: string,
   taskId: string,
   links = true,
+  linksExpireBy?: number,
 ): Promise<Static<typeof TaskDetail>> {
   const { detail, decisions } = await getTask({ tasks: d.store, waits: d.store }, { tenantId, taskId });
-  const view = await detailView(d, detail);
+  const view = await detailView(d, detail, linksExpireBy);
   return taskDetail(detail, { urls: d.urls, decisions, links, view });
 }
 

@@ -64,7 +64,7 @@ export function tasksRoutes(
       const scope = req.readScope;
       if (scope)
         await taskInScope({ tasks: deps.store }, { tenantId: req.tenant.id, scope, taskId: req.params.id });
-      return getTaskAction(deps, req.tenant.id, req.params.id, scope === undefined);
+      return getTaskAction(deps, req.tenant.id, req.params.id, scope === undefined, req.readExpiresAt);
     },
   );
 

@@ -64,13 +64,15 @@ export class CapabilityUrls {
   /**
    * A link to one of a task's values (`/v1/tasks/:id/output`, …) that opens without the API
    * key: the path with a read token of the task in its query, expiring after a read token's
-   * default lifetime. It opens what any read token of the task opens (ARCHITECTURE §4.5).
+   * default lifetime, or by `notAfter` if sooner: a link minted for a read token's holder
+   * expires with that token, so links never renew a read token. It opens what any read token of
+   * the task opens (ARCHITECTURE §4.5).
    */
-  payload(tenantId: string, taskId: string, path: string): string {
+  payload(tenantId: string, taskId: string, path: string, notAfter = Number.POSITIVE_INFINITY): string {
     const token = mintReadToken(this.keyring, {
       tenantId,
       scope: { taskId },
-      expiresAt: this.clock.now() + READ_TOKEN_TTL_S.default * 1000,
+      expiresAt: Math.min(this.clock.now() + READ_TOKEN_TTL_S.default * 1000, notAfter),
     });
     return this.link(`${path}?token=${token}`);
   }
