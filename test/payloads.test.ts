@@ -11,6 +11,7 @@ import { FsBlobStore } from "../src/blobs/fs-blob-store.ts";
 import { LonghaulClient } from "../src/client/longhaul-client.ts";
 import { hashApiKey, newApiKey } from "../src/core/api-keys.ts";
 import type { Clock } from "../src/core/clock.ts";
+import { inlineStored, inlineValue, payloadRef, sameStored, storedRef } from "../src/core/payload.ts";
 import { defineTask, type TaskType } from "../src/core/task-type.ts";
 import { PostgresStore } from "../src/store/postgres/postgres-store.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
@@ -516,4 +517,19 @@ test("a worker killed after a 5 MB step: another takes the task over and its rep
     await app.close();
     tmp.cleanup();
   }
+});
+
+test("a stored value compares by SHA-256 whichever way it is kept, and only an exact reference reads as one", () => {
+  const value = { text: "z".repeat(1000) };
+  const text = JSON.stringify(value);
+  const ref = JSON.stringify(storedRef({ sha256: sha256(text), size: Buffer.byteLength(text) }));
+  assert.ok(sameStored(ref, text), "a reference and the same value inline are the same input");
+  assert.ok(sameStored(text, JSON.stringify(inlineStored(value))));
+  assert.ok(!sameStored(ref, JSON.stringify({ text: "y" })));
+  // A look-alike wrapped inline is the look-alike's own value.
+  const look = { $longhaul_payload: { sha256: sha256(text), size: 3 } };
+  assert.deepEqual(inlineValue(inlineStored(look)), look);
+  assert.ok(sameStored(JSON.stringify(inlineStored(look)), JSON.stringify(inlineStored(look))));
+  assert.equal(payloadRef({ $longhaul_payload: { sha256: "nothex", size: 1 } }), null);
+  assert.equal(payloadRef({ $longhaul_payload: { sha256: sha256(text), size: 1 }, other: 1 }), null);
 });
