@@ -23,7 +23,7 @@ import { type ClientAddress, type FetchOptions, fetchHandler } from "./http/fetc
 import { type HttpPressure, httpPressure, type PressureSignals } from "./http/http-pressure.ts";
 import { safeLoggerOptions } from "./http/log-redaction.ts";
 import { parseListen, startMetricsServer } from "./http/metrics-server.ts";
-import { buildServer } from "./http/server.ts";
+import { buildServer, payloadSettings } from "./http/server.ts";
 import { buildSource, checkSources, type Source, type SourceConfig } from "./ingress/sources.ts";
 import { Metrics } from "./metrics/metrics.ts";
 import { urlReader } from "./outbound/read-url.ts";
@@ -301,6 +301,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
               maxBytes: fileSizeCap(limits.file_max_bytes),
               storageQuotaBytes: limits.storage_quota_bytes,
             },
+            inlineMaxBytes: limits.inline_max_bytes,
             defaultWaitMs,
             defaultTimeoutMs: opts.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS,
             pollAfterMs: opts.pollAfterMs ?? 60_000,
@@ -347,6 +348,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     schemaTimeoutMs: limits.schema_timeout_s * 1000,
     files: store,
     urlPolicy: { allowPrivateNetworks: outbound.allowPrivateNetworks },
+    payloads: payloadSettings(blobs, limits),
     tenant: opts.tenant,
   });
   const fetch = fetchHandler(server, { clientAddress: opts.clientAddress, log });

@@ -1,4 +1,5 @@
 import type { Static } from "typebox";
+import { inlineValue, payloadRef } from "../core/payload.ts";
 import { type ApprovalConfig, decidedBy } from "../core/wait.ts";
 import type {
   ApprovalDecisionRow,
@@ -10,6 +11,7 @@ import type {
 } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 import type { Artifact, Job, Step, TaskDetail as TaskDetailJson, TaskSummary } from "../wire/tasks.ts";
+import { type PayloadView, payloadPath } from "./payload-view.ts";
 
 /** A stored time (ms since the epoch) as the wire's ISO 8601 string; null stays null. */
 export function iso(ms: number): string;
@@ -18,14 +20,31 @@ export function iso(ms: number | null): string | null {
   return ms === null ? null : new Date(ms).toISOString();
 }
 
-/** The public JSON of a task (ARCHITECTURE §7); snake_case on the wire. */
-export function taskSummary(t: TaskRow): Static<typeof TaskSummary> {
+/**
+ * A view that reads nothing and mints no link: a value kept in the blob store shows as `null`
+ * (the operator's CLI, which reads the store without the API's keys).
+ */
+const bareView: PayloadView = (stored) => ({
+  value: payloadRef(stored) === null ? inlineValue(stored) : null,
+});
+
+/** A stored value as the wire shows it under `name`: the value, and `<name>_url` when the view links it. */
+function shown(name: string, stored: unknown, path: string, view: PayloadView): Record<string, unknown> {
+  const v = view(stored, path);
+  return v.url === undefined ? { [name]: v.value } : { [name]: v.value, [`${name}_url`]: v.url };
+}
+
+/**
+ * The public JSON of a task (ARCHITECTURE §7); snake_case on the wire. `view` shows its input
+ * and output (§4.10): without one, a value kept in the blob store is `null`.
+ */
+export function taskSummary(t: TaskRow, view: PayloadView = bareView): Static<typeof TaskSummary> {
   return {
     task_id: t.id,
     type: t.type,
     status: t.status,
-    input: t.input,
-    output: t.output,
+    ...(shown("input", t.input, payloadPath.input(t.id), view) as { input: unknown }),
+    ...(shown("output", t.output, payloadPath.output(t.id), view) as { output: unknown }),
     error: t.error,
     client_request_id: t.clientRequestId,
     user_id: t.userId,
@@ -43,6 +62,8 @@ export interface DetailContext {
    * are capabilities to write, and a read token must not hand them out.
    */
   links?: boolean;
+  /** How input, output and step results are shown; default `null` for a value in the blob store. */
+  view?: PayloadView;
 }
 
 /** What a waiting step shows its own tenant it waits for (ARCHITECTURE §7): links, approvers, match. */
@@ -97,7 +118,9 @@ function step(t: TaskRow, s: StepRow, jobs: Map<string, JobRow>, ctx: DetailCont
     kind: s.kind,
     status: s.status,
     attempts: s.attempts,
-    output: s.output,
+    ...(shown("output", s.output, payloadPath.step(t.id, s.stepId), ctx.view ?? bareView) as {
+      output: unknown;
+    }),
     error: s.error,
     ...(job ? { provider: job.provider, job_id: job.externalId } : {}),
     ...waitingFor(t, s, ctx),
@@ -146,7 +169,7 @@ function job(j: JobRow): Static<typeof Job> {
 export function taskDetail(d: TaskDetail, ctx: DetailContext): Static<typeof TaskDetailJson> {
   const jobs = new Map(d.jobs.map((j) => [j.id, j]));
   return {
-    ...taskSummary(d.task),
+    ...taskSummary(d.task, ctx.view),
     steps: d.steps.map((s) => step(d.task, s, jobs, ctx)),
     jobs: d.jobs.map(job),
     artifacts: d.artifacts.map((a) => artifact(a, ctx.urls)),

@@ -8,6 +8,7 @@ import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 import { cancelTask } from "../usecases/cancel-task.ts";
 import { getTask } from "../usecases/get-task.ts";
 import { listTasks } from "../usecases/list-tasks.ts";
+import type { PayloadBlobs } from "../usecases/payloads.ts";
 import { submitTask, type TaskTypeLookup } from "../usecases/submit-task.ts";
 import type {
   CancelResult,
@@ -17,6 +18,7 @@ import type {
   TaskListQuery,
   TaskPage,
 } from "../wire/tasks.ts";
+import { detailView, linkedView } from "./payload-view.ts";
 import { taskDetail, taskSummary } from "./serialize.ts";
 
 export interface TaskActionDeps {
@@ -32,6 +34,12 @@ export interface TaskActionDeps {
   files?: Pick<FileStore, "getFile"> | undefined;
   /** Which `{"url"}` references are allowed (`outbound.allow_private_networks` lets http and private hosts in). */
   urlPolicy?: UrlPolicy | undefined;
+  /**
+   * Where large values are kept (ARCHITECTURE §4.10): an input longer than `inlineMaxBytes` is
+   * written there at submit, and `GET /v1/tasks/:id` reads values back up to
+   * `inlineResponseMaxBytes`. Absent: every value stays in its row.
+   */
+  payloads?: (PayloadBlobs & { inlineResponseMaxBytes: number }) | undefined;
 }
 
 /**
@@ -52,6 +60,7 @@ export async function submitAction(
       ...(d.schemaTimeoutMs === undefined ? {} : { schemaTimeoutMs: d.schemaTimeoutMs }),
       ...(d.files ? { files: d.files } : {}),
       ...(d.urlPolicy ? { urlPolicy: d.urlPolicy } : {}),
+      ...(d.payloads ? { payloads: d.payloads } : {}),
     },
     {
       tenantId,
@@ -86,21 +95,24 @@ export async function submitAction(
 
 /**
  * `GET /v1/tasks/:id`: the task with its steps, jobs and a waiting step's links; without the
- * links (`links: false`) for a reader holding a read token.
+ * links (`links: false`) for a reader holding a read token, whose links to large values expire
+ * with that token (`linksExpireBy`).
  */
 export async function getTaskAction(
-  d: Pick<TaskActionDeps, "store" | "urls">,
+  d: Pick<TaskActionDeps, "store" | "urls" | "payloads">,
   tenantId: string,
   taskId: string,
   links = true,
+  linksExpireBy?: number,
 ): Promise<Static<typeof TaskDetail>> {
   const { detail, decisions } = await getTask({ tasks: d.store, waits: d.store }, { tenantId, taskId });
-  return taskDetail(detail, { urls: d.urls, decisions, links });
+  const view = await detailView(d, detail, linksExpireBy);
+  return taskDetail(detail, { urls: d.urls, decisions, links, view });
 }
 
 /** `GET /v1/tasks`: a page of the tenant's tasks, newest first. */
 export async function listTasksAction(
-  d: Pick<TaskActionDeps, "store">,
+  d: Pick<TaskActionDeps, "store" | "urls">,
   tenantId: string,
   q: Static<typeof TaskListQuery>,
 ): Promise<Static<typeof TaskPage>> {
@@ -118,7 +130,7 @@ export async function listTasksAction(
       cursor: q.cursor,
     },
   );
-  return { data: page.tasks.map(taskSummary), next_cursor: page.nextCursor };
+  return { data: page.tasks.map((t) => taskSummary(t, linkedView(d.urls, t))), next_cursor: page.nextCursor };
 }
 
 /** `POST /v1/tasks/:id/cancel`. */

@@ -32,7 +32,11 @@ export async function tasksList(
     if (o.json) {
       // The answer of `GET /v1/tasks`.
       console.log(
-        JSON.stringify({ data: page.tasks.map(taskSummary), next_cursor: page.nextCursor }, null, 2),
+        JSON.stringify(
+          { data: page.tasks.map((t) => taskSummary(t)), next_cursor: page.nextCursor },
+          null,
+          2,
+        ),
       );
       return;
     }

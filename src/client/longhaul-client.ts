@@ -95,8 +95,29 @@ export class LonghaulClient {
     });
   }
 
-  get<I = unknown, O = unknown>(taskId: string): Promise<TaskDetail<I, O>> {
-    return this.call("GET", `/v1/tasks/${encodeURIComponent(taskId)}`);
+  /**
+   * A task with its steps and jobs. A value the server answers as a link (`output_url`,
+   * `input_url`, a step's `output_url`: kept in its blob store and too large to answer inline)
+   * is downloaded and put in its place, so `output` is the value whatever its size; the link is
+   * kept beside it. `{ follow: false }` leaves such values `null`, for the caller to fetch.
+   */
+  async get<I = unknown, O = unknown>(
+    taskId: string,
+    opts: { follow?: boolean } = {},
+  ): Promise<TaskDetail<I, O>> {
+    const task = await this.call<TaskDetail<I, O>>("GET", `/v1/tasks/${encodeURIComponent(taskId)}`);
+    if (opts.follow === false) return task;
+    if (task.input_url !== undefined) task.input = (await this.download(task.input_url)) as I;
+    if (task.output_url !== undefined) task.output = (await this.download(task.output_url)) as O;
+    for (const step of task.steps) {
+      if (step.output_url !== undefined) step.output = await this.download(step.output_url);
+    }
+    return task;
+  }
+
+  /** A value behind one of the API's signed links; the link carries its own token, not the key. */
+  private download(url: string): Promise<unknown> {
+    return this.request<unknown>("GET", new URL(url, `${this.base}/`).href, undefined, false);
   }
 
   /** A page of tasks, newest first; pass `next_cursor` back as `cursor` for the next one. */

@@ -87,6 +87,8 @@ export const errorCodes = [
   "URL_READ_FAILED",
   "URL_READS_NOT_CONFIGURED",
   "ARTIFACT_TOO_LARGE",
+  "PAYLOAD_NOT_FOUND",
+  "PAYLOAD_UNREADABLE",
 ] as const;
 
 export type ErrorCode = (typeof errorCodes)[number];

@@ -39,6 +39,19 @@ export interface LimitsConfig {
    * A tenant's `quotas.storage_quota_bytes` overrides it. Default 10 GiB; 0 lifts the cap.
    */
   storage_quota_bytes?: number;
+  /**
+   * A task's input or output, or a step's result, whose JSON is longer than this many bytes is
+   * kept in the blob store and its row holds a reference (ARCHITECTURE §4.10). Default 256 KiB;
+   * 0 keeps every value in its row.
+   */
+  inline_max_bytes?: number;
+  /**
+   * How many bytes of values kept in the blob store `GET /v1/tasks/:id` answers inline; past
+   * them a value is answered as a signed, expiring `<field>_url`. Default 1 MiB; 0: always a URL.
+   */
+  inline_response_max_bytes?: number;
+  /** The largest body `POST /v1/tasks` accepts, in bytes. Default 32 MiB; 0 lifts the cap. */
+  submit_max_bytes?: number;
 }
 
 /** The limits in force: every key given a value, the deprecated `api_per_min` only when it was set. */
@@ -57,6 +70,9 @@ export const DEFAULT_LIMITS: Limits = {
   schema_timeout_s: 5,
   file_max_bytes: 1024 ** 3,
   storage_quota_bytes: 10 * 1024 ** 3,
+  inline_max_bytes: 256 * 1024,
+  inline_response_max_bytes: 1024 ** 2,
+  submit_max_bytes: 32 * 1024 ** 2,
 };
 
 /**

@@ -57,6 +57,9 @@ export const LIMIT_MAX: Record<
   webhook_endpoints_per_tenant: 10_000,
   file_max_bytes: 2 ** 40,
   storage_quota_bytes: 2 ** 50,
+  inline_max_bytes: 2 ** 31,
+  inline_response_max_bytes: 2 ** 31,
+  submit_max_bytes: 2 ** 31,
 };
 
 /** The shortest admin key: a guessable one would open every tenant. */

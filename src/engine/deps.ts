@@ -48,6 +48,11 @@ export interface EngineDeps {
   blobs?: BlobStore;
   /** An artifact's cap (`limits.file_max_bytes`, absent: none) and the storage quota it counts against. */
   artifactLimits?: { maxBytes?: number | undefined; storageQuotaBytes?: number | undefined };
+  /**
+   * `limits.inline_max_bytes`: a step's result or a task's output whose JSON is longer is kept
+   * in `blobs` and its row holds a reference (ARCHITECTURE §4.10). Absent or 0: all inline.
+   */
+  inlineMaxBytes?: number;
   /** Lifetime of a callback or approval without a timeout of its own (the token TTL). */
   defaultWaitMs: number;
   /** Deadline of a job or event wait without a timeout of its own. */

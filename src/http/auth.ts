@@ -56,6 +56,8 @@ declare module "fastify" {
     apiKeyHash?: string;
     /** Set when the request came with a read token rather than an API key: what it may read. */
     readScope?: ReadScope;
+    /** When the request's read token expires (ms); links minted for its holder expire by then. */
+    readExpiresAt?: number;
   }
   interface FastifyContextConfig {
     /** The route accepts a read token (POST /v1/tokens); every other route refuses one with TOKEN_SCOPE. */
@@ -101,5 +103,6 @@ export function apiAuth(store: TenantStore, clock: Clock, keyring: Keyring, ttlM
     }
     req.tenant = hit.tenant;
     req.readScope = claims.scope;
+    req.readExpiresAt = claims.expiresAt;
   };
 }

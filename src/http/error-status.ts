@@ -113,6 +113,10 @@ export const errorStatus: Readonly<Record<ErrorCode, number>> = {
   URL_READS_NOT_CONFIGURED: 501,
   /** A `step.artifact` over `limits.file_max_bytes`; nothing was kept. */
   ARTIFACT_TOO_LARGE: 413,
+  /** The task (of this tenant) has no such value: no output yet, or no step of that id. */
+  PAYLOAD_NOT_FOUND: 404,
+  /** A value kept in the blob store is missing there, or its bytes do not match the reference's SHA-256. */
+  PAYLOAD_UNREADABLE: 500,
 };
 
 /** The HTTP status of an error: its code's, or 500 for anything that is not a LonghaulError. */

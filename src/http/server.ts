@@ -36,6 +36,7 @@ import { hooksRoutes } from "./hooks-routes.ts";
 import { REDACTED, redactPaths, safeSerializers } from "./log-redaction.ts";
 import { metricsAuth } from "./metrics-auth.ts";
 import { openapiDocs, operation } from "./openapi.ts";
+import { payloadsRoutes } from "./payloads-routes.ts";
 import { hookWindows, installRateLimits } from "./rate-limits.ts";
 import { referencePageHeaders, renderReferencePage } from "./reference-page.ts";
 import { REQUEST_ID_HEADER, requestIdFor } from "./request-id.ts";
@@ -76,6 +77,15 @@ export interface ServerDeps {
    * a worker node (`serve --role worker`), which an orchestrator probes but no client calls.
    */
   routes?: "all" | "health" | undefined;
+}
+
+/** Where large values go and how many of their bytes a task's view reads back (ARCHITECTURE §4.10). */
+export function payloadSettings(blobs: BlobStore, limits: Limits) {
+  return {
+    blobs,
+    inlineMaxBytes: limits.inline_max_bytes,
+    inlineResponseMaxBytes: limits.inline_response_max_bytes,
+  };
 }
 
 /** Resolves once request validators may run (see ./validator.ts). */
@@ -304,7 +314,11 @@ export function buildServer(d: ServerDeps): FastifyInstance {
       schemaTimeoutMs: limits.schema_timeout_s * 1000,
       files: d.store,
       urlPolicy: { allowPrivateNetworks: d.outbound.allowPrivateNetworks },
+      ...(d.blobs ? { payloads: payloadSettings(d.blobs, limits) } : {}),
+      // Only the submit takes bodies past the API's 1 MiB: its input may go to the blob store.
+      submitMaxBytes: limits.submit_max_bytes === 0 ? Number.MAX_SAFE_INTEGER : limits.submit_max_bytes,
     });
+    payloadsRoutes(api, { store: d.store, blobs: d.blobs });
     decisionsRoutes(api, d.store);
     timelineRoutes(api, d.store);
     taskTypesRoutes(api, d.taskTypes);

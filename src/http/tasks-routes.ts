@@ -21,10 +21,17 @@ import { operation } from "./openapi.ts";
 import { submitRateLimit } from "./submit-rate.ts";
 
 /** `/v1/tasks`: submit, read, list, cancel. Every query is scoped by the caller's tenant (ARCHITECTURE §3.6). */
-export function tasksRoutes(app: Api, deps: Omit<TaskActionDeps, "log">): void {
+export function tasksRoutes(
+  app: Api,
+  deps: Omit<TaskActionDeps, "log"> & {
+    /** `limits.submit_max_bytes`: the body limit of `POST /v1/tasks` alone. */
+    submitMaxBytes?: number;
+  },
+): void {
   app.post(
     "/v1/tasks",
     {
+      ...(deps.submitMaxBytes === undefined ? {} : { bodyLimit: deps.submitMaxBytes }),
       preHandler: submitRateLimit(),
       schema: operation("Submit a task (idempotent by client_request_id or Idempotency-Key)", {
         body: SubmitBody,
@@ -57,7 +64,7 @@ export function tasksRoutes(app: Api, deps: Omit<TaskActionDeps, "log">): void {
       const scope = req.readScope;
       if (scope)
         await taskInScope({ tasks: deps.store }, { tenantId: req.tenant.id, scope, taskId: req.params.id });
-      return getTaskAction(deps, req.tenant.id, req.params.id, scope === undefined);
+      return getTaskAction(deps, req.tenant.id, req.params.id, scope === undefined, req.readExpiresAt);
     },
   );
 

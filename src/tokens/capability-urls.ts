@@ -1,5 +1,7 @@
 import type { Clock } from "../core/clock.ts";
+import { READ_TOKEN_TTL_S } from "../core/read-scope.ts";
 import type { Keyring } from "./keyring.ts";
+import { mintReadToken } from "./read-token.ts";
 import { mintToken, type TokenPurpose } from "./token.ts";
 
 /** What a capability URL is minted from: a stored wait step. Its deadline is the token's expiry. */
@@ -57,6 +59,22 @@ export class CapabilityUrls {
     } catch {
       return path;
     }
+  }
+
+  /**
+   * A link to one of a task's values (`/v1/tasks/:id/output`, …) that opens without the API
+   * key: the path with a read token of the task in its query, expiring after a read token's
+   * default lifetime, or by `notAfter` if sooner: a link minted for a read token's holder
+   * expires with that token, so links never renew a read token. It opens what any read token of
+   * the task opens (ARCHITECTURE §4.5).
+   */
+  payload(tenantId: string, taskId: string, path: string, notAfter = Number.POSITIVE_INFINITY): string {
+    const token = mintReadToken(this.keyring, {
+      tenantId,
+      scope: { taskId },
+      expiresAt: Math.min(this.clock.now() + READ_TOKEN_TTL_S.default * 1000, notAfter),
+    });
+    return this.link(`${path}?token=${token}`);
   }
 
   callback(tenantId: string, taskId: string, step: WaitingStep): string {

@@ -3,11 +3,13 @@ import type { Clock } from "../core/clock.ts";
 import { LonghaulError, toErrorInfo } from "../core/errors.ts";
 import type { TaskFiles } from "../core/file-refs.ts";
 import { type RunResult, runTask } from "../core/replay.ts";
+import type { StoredStep } from "../core/step.ts";
 import type { LogLine } from "../core/task-log.ts";
 import type { TaskType } from "../core/task-type.ts";
 import type { WaitRequest } from "../core/wait.ts";
 import type { AdvanceStore, ArtifactStore, Lease, QueueStore, WaitStore } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
+import { loadPayload, type PayloadBlobs, storePayload } from "./payloads.ts";
 import { recordArtifact, writeArtifact } from "./store-artifact.ts";
 
 const DEFAULT_MAX_ATTEMPTS = 4;
@@ -46,6 +48,8 @@ export async function advanceTask(
     blobs?: BlobStore | undefined;
     /** `limits.file_max_bytes` (absent: no cap) and `limits.storage_quota_bytes` for artifacts. */
     artifactLimits?: { maxBytes?: number | undefined; storageQuotaBytes?: number | undefined } | undefined;
+    /** `limits.inline_max_bytes`: longer results and outputs are kept in `blobs` (§4.10). */
+    inlineMaxBytes?: number | undefined;
     taskTypes: { find(name: string): TaskType | undefined };
     urls: Pick<CapabilityUrls, "callback">;
     /** The poll-after of a job whose step sets none. */
@@ -65,7 +69,7 @@ export async function advanceTask(
     await d.store.complete(lease);
     return { kind: "skipped" };
   }
-  const { task, history } = loaded;
+  const { task } = loaded;
   const who: TaskLogSubject = {
     taskId,
     tenantId: task.tenantId,
@@ -90,12 +94,33 @@ export async function advanceTask(
   if (begun !== "started") return { kind: begun === "parked" ? "parked" : "skipped" };
   const logs: LogLine[] = [];
   const blobs = d.blobs;
+  const payloads: PayloadBlobs | undefined =
+    blobs && d.inlineMaxBytes ? { blobs, inlineMaxBytes: d.inlineMaxBytes } : undefined;
+  // The task code sees values, never references: what was kept in the blob store is read back
+  // (checked against its SHA-256) before the replay, so a replay runs on the same values.
+  let input: unknown;
+  const history: StoredStep[] = [];
+  try {
+    input = await loadPayload(blobs, task.tenantId, task.input);
+    for (const s of loaded.history) {
+      history.push(
+        s.output === null ? s : { ...s, output: await loadPayload(blobs, task.tenantId, s.output) },
+      );
+    }
+  } catch (err) {
+    // Bytes missing or altered will not come back: the task fails, naming them, instead of
+    // its advance retrying until it is dead. A blob store that cannot be reached is retried.
+    if (!(err instanceof LonghaulError && err.code === "PAYLOAD_UNREADABLE")) throw err;
+    const error = toErrorInfo(err);
+    await d.store.finishAdvance(lease, taskId, { kind: "failed", error });
+    return { kind: "failed", error, ...about };
+  }
   const canceled = watchForCancel(d.store, taskId);
   let result: RunResult;
   try {
     result = await runTask({
       fn: type.run,
-      input: task.input,
+      input,
       ctx: {
         taskId,
         tenantId: task.tenantId,
@@ -107,7 +132,15 @@ export async function advanceTask(
       signal: canceled.signal,
       history,
       ports: {
-        storeRunOutcome: (o) => d.store.storeRunOutcome(lease, taskId, o),
+        // A large result's bytes are durable before the row that names them (§3.8).
+        storeRunOutcome: async (o) =>
+          d.store.storeRunOutcome(
+            lease,
+            taskId,
+            o.status === "succeeded"
+              ? { ...o, output: await storePayload(payloads, task.tenantId, o.output) }
+              : o,
+          ),
         registerWait: async (w) => {
           const stored = await d.store.registerWait(
             lease,
@@ -163,7 +196,11 @@ export async function advanceTask(
     });
     return { ...result, ...about };
   }
-  await d.store.finishAdvance(lease, taskId, { ...result, logs });
+  const stored =
+    result.kind === "succeeded"
+      ? { ...result, output: await storePayload(payloads, task.tenantId, result.output) }
+      : result;
+  await d.store.finishAdvance(lease, taskId, { ...stored, logs });
   return { ...result, ...about };
 }
 

@@ -4,6 +4,7 @@ import { describeThrown } from "../core/json-input.ts";
 import type { TaskType } from "../core/task-type.ts";
 import type { FileStore, TaskRow, TaskStore } from "../store/store.ts";
 import { checkInputRefs } from "./check-input-refs.ts";
+import { type PayloadBlobs, storePayload } from "./payloads.ts";
 import { DEFAULT_SCHEMA_TIMEOUT_MS, schemaInput } from "./schema-input.ts";
 
 /** The task types a node knows; `get` throws TASK_TYPE_UNKNOWN for a name it does not. */
@@ -38,6 +39,8 @@ export async function submitTask(
     /** Where `{"file_id"}` references in the input are looked up; without it they are not checked. */
     files?: Pick<FileStore, "getFile">;
     urlPolicy?: UrlPolicy;
+    /** Where an input longer than `limits.inline_max_bytes` is kept (ARCHITECTURE §4.10). */
+    payloads?: PayloadBlobs;
   },
   s: SubmitTaskInput,
 ): Promise<{ task: TaskRow; created: boolean }> {
@@ -72,10 +75,13 @@ export async function submitTask(
       stored,
     );
   }
+  // A large input's bytes are durable before the row that names them (§3.8); they are named by
+  // their SHA-256, so a duplicate submit writes the same blob and is compared by it.
+  const kept = await storePayload(d.payloads, s.tenantId, stored);
   return d.tasks.submitTask({
     tenantId: s.tenantId,
     type: s.type,
-    input: stored,
+    input: kept,
     clientRequestId: s.clientRequestId ?? null,
     userId: s.userId ?? null,
     traceId: s.traceId ?? null,

@@ -50,7 +50,15 @@ export const TaskSummary = Type.Object({
   type: Type.String(),
   status: TaskStatus,
   input: Json,
+  /**
+   * A signed, expiring URL (a read token of the task in its query) that serves the input's JSON,
+   * given with `input: null` when the input is kept in the blob store and not answered inline
+   * (`limits.inline_response_max_bytes`; a list never inlines one).
+   */
+  input_url: Type.Optional(Type.String()),
   output: Json,
+  /** As `input_url`, for the output. */
+  output_url: Type.Optional(Type.String()),
   error: Nullable(ErrorInfo),
   client_request_id: Nullable(Type.String()),
   user_id: Nullable(Type.String()),
@@ -97,6 +105,8 @@ export const Step = Type.Object({
   status: Type.Enum([...stepStatuses]),
   attempts: Type.Integer(),
   output: Json,
+  /** As a task's `output_url`, for a step's result kept in the blob store. */
+  output_url: Type.Optional(Type.String()),
   error: Nullable(ErrorInfo),
   provider: Type.Optional(Type.String()),
   job_id: Type.Optional(Nullable(Type.String())),
@@ -155,6 +165,9 @@ export const TaskDetail = Type.Object({
 });
 
 export const ArtifactParams = Type.Object({ id: Type.String(), name: Type.String({ minLength: 1 }) });
+
+/** `GET /v1/tasks/:id/steps/:step/output`. */
+export const StepOutputParams = Type.Object({ id: Type.String(), step: Type.String({ minLength: 1 }) });
 
 export const TaskPage = Page(TaskSummary);
 

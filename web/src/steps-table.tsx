@@ -47,7 +47,7 @@ export function StepsTable({ task, selected }: { task: TaskDetail; selected: str
               <td>{job?.usage?.total_tokens?.toLocaleString() ?? <span class="muted">—</span>}</td>
               <td>{s.status === "waiting" ? <When at={s.deadline} /> : <span class="muted">—</span>}</td>
               <td>
-                <Json value={s.late_result ?? s.output} />
+                <Json value={s.late_result ?? s.output} url={s.late_result ? undefined : s.output_url} />
               </td>
             </tr>
           );

@@ -211,11 +211,11 @@ export function TaskDetailView({ session, id }: { session: TenantSession; id: st
       <div class="card two">
         <div>
           <h2>Input</h2>
-          <Json value={task.input} open />
+          <Json value={task.input} url={task.input_url} open />
         </div>
         <div>
           <h2>Output</h2>
-          <Json value={task.output} open />
+          <Json value={task.output} url={task.output_url} open />
         </div>
       </div>
     </section>

@@ -53,8 +53,23 @@ export const JSON_FOLD_LINES = 24;
  * JSON, pretty-printed. Beyond `JSON_FOLD_LINES` lines it is folded, with a control to show
  * the rest; long lines scroll inside the pane instead of widening the page.
  */
-export function Json({ value, open = false }: { value: unknown; open?: boolean }) {
+export function Json({
+  value,
+  open = false,
+  url,
+}: {
+  value: unknown;
+  open?: boolean;
+  url?: string | undefined;
+}) {
   const [all, setAll] = useState(false);
+  // A value too large to answer inline comes as a signed link that opens without the key.
+  if (url !== undefined)
+    return (
+      <a href={url} target="_blank" rel="noreferrer" class="json-link">
+        Open the JSON (large; the link expires)
+      </a>
+    );
   if (value === undefined || value === null) return <span class="muted">null</span>;
   const text = json(value);
   const lines = text.split("\n");

@@ -1,5 +1,6 @@
 import type { ErrorInfo } from "../../core/errors.ts";
 import { LonghaulError } from "../../core/errors.ts";
+import { eventField, sameStored } from "../../core/payload.ts";
 import { checkSubmitQuotas } from "../../core/quota.ts";
 import { cancelCascade, cancelPlan, canMoveTask, type TaskStatus } from "../../core/task.ts";
 import { advanceItem, cancelJobItem } from "../../core/work-item.ts";
@@ -54,7 +55,8 @@ const statusParams = (
 /** The data of the `task.<status>` event a status change emits. */
 function statusEvent(status: TaskStatus, fields: { output?: unknown; error?: ErrorInfo | null }) {
   const data: Record<string, unknown> = { status };
-  if (fields.output !== undefined) data.output = fields.output;
+  // A value in the blob store is named, not carried: events stay small (ARCHITECTURE §4.10).
+  if (fields.output !== undefined) Object.assign(data, eventField("output", fields.output));
   if (fields.error) data.error = fields.error;
   return data;
 }
@@ -133,7 +135,8 @@ async function existingSubmit(tx: Tx, t: NewTask, input: string) {
     [t.tenantId, t.clientRequestId],
   );
   if (!existing) return null;
-  if (existing.type !== t.type || existing.input !== input) {
+  // Compared by SHA-256 when either is kept in the blob store (ARCHITECTURE §4.10).
+  if (existing.type !== t.type || !sameStored(existing.input, input)) {
     throw new LonghaulError(
       "IDEMPOTENCY_CONFLICT",
       `client_request_id "${t.clientRequestId}" was already used for task ${existing.id} with a different type or input. Use a new client_request_id for a new task.`,

@@ -1,5 +1,6 @@
 import type { ErrorInfo } from "../../core/errors.ts";
 import { isTerminalJob, type JobStatus, jobMove } from "../../core/job.ts";
+import { inlineStored } from "../../core/payload.ts";
 import type { StoredStep } from "../../core/replay.ts";
 import { stepGuard, waitEnds } from "../../core/step.ts";
 import { isTerminalTask } from "../../core/task.ts";
@@ -73,7 +74,8 @@ const waitSql = {
 /** waitSql.end's parameters. */
 const endParams = (now: number, taskId: string, stepId: string, status: string, f: EndFields) => [
   status,
-  status === "succeeded" ? json(f.output) : null,
+  // What a caller or provider sent is never taken for a reference to a blob (§4.10).
+  status === "succeeded" ? json(inlineStored(f.output)) : null,
   f.error ? json(f.error) : null,
   now,
   taskId,
