@@ -7,6 +7,7 @@ import { type Clock, systemClock } from "./core/clock.ts";
 import { LonghaulError } from "./core/errors.ts";
 import type { IdGenerator } from "./core/ids.ts";
 import { type LimitsConfig, resolveLimits } from "./core/limits.ts";
+import type { NotifyTarget } from "./core/notification.ts";
 import { DEFAULT_TIMEOUT_MS } from "./core/replay.ts";
 import { metaValueAt } from "./core/sealed-at.ts";
 import { OptionSettings } from "./core/settings.ts";
@@ -24,6 +25,7 @@ import { parseListen, startMetricsServer } from "./http/metrics-server.ts";
 import { buildServer } from "./http/server.ts";
 import { buildSource, checkSources, type Source, type SourceConfig } from "./ingress/sources.ts";
 import { Metrics } from "./metrics/metrics.ts";
+import { type NotifyConfig, notifyContext, notifySettings } from "./notify/settings.ts";
 import { type OutboundConfig, outboundSettings } from "./outbound/settings.ts";
 import type { Provider } from "./providers/provider.ts";
 import { SEALED_META_KEYS } from "./secrets/sealed-meta-keys.ts";
@@ -87,6 +89,13 @@ export interface LonghaulOptions {
    * whether loopback and private targets are allowed (`longhaul dev` allows them).
    */
   outbound?: OutboundConfig;
+  /**
+   * How approvals' messages leave: `smtp` (email), `slack` (bot token, signing secrets for
+   * button clicks, Slack users mapped to approvers), `webhook_secret` (signs webhook channels).
+   */
+  notify?: NotifyConfig;
+  /** Channels by name, for an approval's `notify` to refer to, so secrets stay out of task input. */
+  notifiers?: Record<string, NotifyTarget>;
   /** SSE streams of `GET /v1/events`: the heartbeat interval. */
   realtime?: EventStreamsOptions;
   /**
@@ -258,6 +267,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
   const urls = new CapabilityUrls(keyring, baseUrl, defaultWaitMs, clock);
 
   const outbound = outboundSettings(opts.outbound, secrets);
+  const notify = notifySettings(opts.notify, opts.notifiers);
   const metrics = new Metrics({
     kinds: workKinds,
     read: () => store.queueStats(clock.now()),
@@ -287,6 +297,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
             confirmSources,
             signalRetentionMs: limits.signal_retention_s * 1000,
             outbound,
+            notify,
             ...(opts.random ? { random: opts.random } : {}),
             taskFiles: (tenantId: string) => taskFiles({ files: store, blobs }, tenantId),
             httpPressed: () => pressure?.pressed() ?? false,
@@ -304,6 +315,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     urls,
     adminKey,
     outbound,
+    notify,
     realtime: opts.realtime,
     limits,
     blobs,
@@ -326,6 +338,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     schemaTimeoutMs: limits.schema_timeout_s * 1000,
     files: store,
     urlPolicy: { allowPrivateNetworks: outbound.allowPrivateNetworks },
+    notify: notifyContext(notify),
     tenant: opts.tenant,
   });
   const fetch = fetchHandler(server, { clientAddress: opts.clientAddress, log });

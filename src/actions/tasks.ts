@@ -2,8 +2,9 @@ import type { Logger } from "pino";
 import type { Static } from "typebox";
 import { LonghaulError } from "../core/errors.ts";
 import type { UrlPolicy } from "../core/file-refs.ts";
+import type { NotifyContext } from "../core/notification.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import type { FileStore, TaskStore, WaitStore } from "../store/store.ts";
+import type { FileStore, NotificationStore, TaskStore, WaitStore } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 import { cancelTask } from "../usecases/cancel-task.ts";
 import { getTask } from "../usecases/get-task.ts";
@@ -20,7 +21,7 @@ import type {
 import { taskDetail, taskSummary } from "./serialize.ts";
 
 export interface TaskActionDeps {
-  store: TaskStore & WaitStore;
+  store: TaskStore & WaitStore & Pick<NotificationStore, "notificationsOf">;
   taskTypes: TaskTypeLookup;
   urls: CapabilityUrls;
   metrics?: Metrics | undefined;
@@ -32,6 +33,8 @@ export interface TaskActionDeps {
   files?: Pick<FileStore, "getFile"> | undefined;
   /** Which `{"url"}` references are allowed (`outbound.allow_private_networks` lets http and private hosts in). */
   urlPolicy?: UrlPolicy | undefined;
+  /** The deployment's notifiers, against which a graph's approval channels are checked at submit. */
+  notify?: NotifyContext | undefined;
 }
 
 /**
@@ -52,6 +55,7 @@ export async function submitAction(
       ...(d.schemaTimeoutMs === undefined ? {} : { schemaTimeoutMs: d.schemaTimeoutMs }),
       ...(d.files ? { files: d.files } : {}),
       ...(d.urlPolicy ? { urlPolicy: d.urlPolicy } : {}),
+      ...(d.notify ? { notify: d.notify } : {}),
     },
     {
       tenantId,
@@ -94,8 +98,11 @@ export async function getTaskAction(
   taskId: string,
   links = true,
 ): Promise<Static<typeof TaskDetail>> {
-  const { detail, decisions } = await getTask({ tasks: d.store, waits: d.store }, { tenantId, taskId });
-  return taskDetail(detail, { urls: d.urls, decisions, links });
+  const { detail, decisions, notifications } = await getTask(
+    { tasks: d.store, waits: d.store, notifications: d.store },
+    { tenantId, taskId },
+  );
+  return taskDetail(detail, { urls: d.urls, decisions, notifications, links });
 }
 
 /** `GET /v1/tasks`: a page of the tenant's tasks, newest first. */

@@ -84,6 +84,10 @@ export const errorCodes = [
   "URL_NOT_ALLOWED",
   "PROVIDER_RESULT_INVALID",
   "SELF_APPROVAL",
+  "NOTIFICATION_NOT_FOUND",
+  "NOTIFICATION_NOT_REPLAYABLE",
+  "NOTIFY_FAILED",
+  "APPROVER_MISMATCH",
 ] as const;
 
 export type ErrorCode = (typeof errorCodes)[number];

@@ -104,6 +104,12 @@ export const errorStatus: Readonly<Record<ErrorCode, number>> = {
   PROVIDER_RESULT_INVALID: 502,
   /** The task's own requester tried to decide its approval, which the step does not allow. */
   SELF_APPROVAL: 403,
+  NOTIFICATION_NOT_FOUND: 404,
+  NOTIFICATION_NOT_REPLAYABLE: 409,
+  /** A message of an approval could not be sent (a mail server's refusal, a chat API's error): on the notification. */
+  NOTIFY_FAILED: 502,
+  /** A Slack button for one approver clicked by another person, or by a Slack user mapped to nobody. */
+  APPROVER_MISMATCH: 403,
 };
 
 /** The HTTP status of an error: its code's, or 500 for anything that is not a LonghaulError. */

@@ -13,6 +13,7 @@ import type { Registry } from "../core/registry.ts";
 import type { TaskType } from "../core/task-type.ts";
 import type { Source } from "../ingress/sources.ts";
 import type { Metrics } from "../metrics/metrics.ts";
+import { type NotifySettings, notifyContext } from "../notify/settings.ts";
 import type { OutboundSettings } from "../outbound/settings.ts";
 import type { Store } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
@@ -35,6 +36,7 @@ import { hookIngress } from "./hook-ingress.ts";
 import { hooksRoutes } from "./hooks-routes.ts";
 import { REDACTED, redactPaths, safeSerializers } from "./log-redaction.ts";
 import { metricsAuth } from "./metrics-auth.ts";
+import { notificationsRoutes } from "./notifications-routes.ts";
 import { openapiDocs, operation } from "./openapi.ts";
 import { hookWindows, installRateLimits } from "./rate-limits.ts";
 import { referencePageHeaders, renderReferencePage } from "./reference-page.ts";
@@ -61,6 +63,8 @@ export interface ServerDeps {
   urls: CapabilityUrls;
   /** The SSRF policy that webhook endpoint URLs are checked against when they are registered. */
   outbound: OutboundSettings;
+  /** Approvals' channels: checked at submit, and Slack's button clicks verified with its signing secrets. */
+  notify?: NotifySettings | undefined;
   realtime?: EventStreamsOptions | undefined;
   dashboard?: DashboardOptions | undefined;
   timeouts?: { headersMs?: number; requestMs?: number } | undefined;
@@ -304,8 +308,10 @@ export function buildServer(d: ServerDeps): FastifyInstance {
       schemaTimeoutMs: limits.schema_timeout_s * 1000,
       files: d.store,
       urlPolicy: { allowPrivateNetworks: d.outbound.allowPrivateNetworks },
+      ...(d.notify ? { notify: notifyContext(d.notify) } : {}),
     });
     decisionsRoutes(api, d.store);
+    notificationsRoutes(api, d.store);
     timelineRoutes(api, d.store);
     taskTypesRoutes(api, d.taskTypes);
     statsRoutes(api, d);

@@ -6,6 +6,7 @@ import { type RunResult, runTask } from "../core/replay.ts";
 import type { LogLine } from "../core/task-log.ts";
 import type { TaskType } from "../core/task-type.ts";
 import type { WaitRequest } from "../core/wait.ts";
+import { type NotifySettings, notifyContext } from "../notify/settings.ts";
 import type { AdvanceStore, ArtifactStore, Lease, QueueStore, WaitStore } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 import { recordArtifact, writeArtifact } from "./store-artifact.ts";
@@ -50,6 +51,8 @@ export async function advanceTask(
     pollAfterMs: number;
     defaultWaitMs: number;
     defaultTimeoutMs: number;
+    /** The deployment's notifiers, for `step.approval`'s `notify`; absent: none. */
+    notify?: NotifySettings;
     random?: (() => number) | undefined;
     onLog?: (line: LogLine, who: TaskLogSubject) => void;
     /** The `ctx.files` of a tenant's tasks; absent: tasks have none. */
@@ -137,6 +140,7 @@ export async function advanceTask(
       strictOrder: type.strictOrder ?? true,
       defaultWaitMs: d.defaultWaitMs,
       defaultTimeoutMs: d.defaultTimeoutMs,
+      ...(d.notify ? { notify: notifyContext(d.notify) } : {}),
       clock: d.clock,
       ...(d.random ? { random: d.random } : {}),
     });
