@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Webhook } from "standardwebhooks";
 import { defineTask } from "../src/index.ts";
+import { signSlack } from "../src/ingress/slack.ts";
 import { waitFor } from "./helpers.ts";
 import { decodeQuotedPrintable, startReceiver, startSmtpSink } from "./notify-sinks.ts";
 import { type Stack, startStack } from "./stack.ts";
@@ -12,6 +13,27 @@ import { end, get, waitingStep } from "./task-waits.ts";
 
 const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const approvers = ["dana@acme.test", "erin@acme.test"];
+const SLACK_SECRET = "8f742231b10e8888abcd99yyyzzz85a5";
+
+/** A Slack interactivity request as Slack sends it: form-encoded, signed over its raw bytes. */
+const slackClick = async (
+  url: string,
+  payload: unknown,
+  secret = SLACK_SECRET,
+): Promise<{ status: number; body: any }> => {
+  const body = `payload=${encodeURIComponent(JSON.stringify(payload))}`;
+  const timestampS = Math.floor(Date.now() / 1000);
+  const res = await fetch(`${url}/v1/slack/interactions`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/x-www-form-urlencoded",
+      "x-slack-request-timestamp": String(timestampS),
+      "x-slack-signature": signSlack({ timestampS, body, secret }),
+    },
+    body,
+  });
+  return { status: res.status, body: await res.json() };
+};
 
 const post = async (url: string, body: unknown = {}) => {
   const res = await fetch(url, {
@@ -37,6 +59,9 @@ describe("approval notifications over HTTP", () => {
   const wecomTask = defineTask("notify.wecom", async (_input, step) =>
     step.approval("ok", { approvers: ["dana@acme.test"], notify: ["team-robot"] }),
   );
+  const slackTask = defineTask("notify.slack", async (_input, step) =>
+    step.approval("ok", { approvers, notify: [{ channel: "slack", webhook_url: `${receiver.url}/slack` }] }),
+  );
   const unknownNotifier = defineTask("notify.unknown", async (_input, step) =>
     step.approval("ok", { approvers, notify: ["nobody"] }),
   );
@@ -46,11 +71,15 @@ describe("approval notifications over HTTP", () => {
     );
     smtp = await startSmtpSink();
     stack = await startStack({
-      taskTypes: [emailTask, wecomTask, unknownNotifier],
+      taskTypes: [emailTask, wecomTask, slackTask, unknownNotifier],
       outbound: { allow_private_networks: true, retry_schedule_s: [0, 0.05, 0.05] },
       notify: {
         webhook_secret: SECRET,
         smtp: { host: "127.0.0.1", port: smtp.port, from: "Approvals <approvals@longhaul.test>" },
+        slack: {
+          signing_secrets: [SLACK_SECRET],
+          users: { U_DANA: "dana@acme.test", erin: "erin@acme.test" },
+        },
       },
       notifiers: {
         "team-robot": { channel: "wecom", webhook_url: `${receiver.url}/cgi-bin/webhook/send?key=robot-key` },
@@ -194,6 +223,51 @@ describe("approval notifications over HTTP", () => {
     const n = (await get(stack, id)).steps[0].notifications[0];
     assert.equal(n.channel, "wecom");
     assert.equal(n.to, "team-robot");
+  });
+
+  test("Slack: a Block Kit message per approver; a signed button click decides as the mapped user", async () => {
+    const r = await stack.api("/v1/tasks", { body: { type: "notify.slack", input: {} } });
+    const id = r.body.task_id as string;
+    const mine = () => receiver.hits.filter((h) => h.path === "/slack" && h.body.includes(id));
+    await waitFor(() => (mine().length === 2 ? true : null), 10_000, "two Slack messages");
+    const buttons = (who: string) => {
+      const m = JSON.parse(mine().find((h) => h.body.includes(`For ${who}`))!.body);
+      const actions = m.blocks.find((b: any) => b.type === "actions");
+      return {
+        blockId: actions.block_id as string,
+        approve: actions.elements[0],
+        reject: actions.elements[1],
+      };
+    };
+    const dana = buttons("dana@acme.test");
+    assert.equal(dana.approve.action_id, "approve");
+    const click = (user: Record<string, string>, b = dana, action = b.approve, blockId = b.blockId) => ({
+      type: "block_actions",
+      user,
+      actions: [{ action_id: action.action_id, block_id: blockId, value: action.value }],
+    });
+    const forged = await slackClick(stack.url, click({ id: "U_DANA" }), "another-secret");
+    assert.equal(forged.status, 401);
+    const otherStep = await slackClick(
+      stack.url,
+      click({ id: "U_DANA" }, dana, dana.approve, `longhaul:${id}:other`),
+    );
+    assert.equal(otherStep.status, 400);
+    assert.equal(otherStep.body.error.code, "VALIDATION_FAILED");
+    const erinOnDanas = await slackClick(stack.url, click({ id: "U_ERIN", username: "erin" }));
+    assert.equal(erinOnDanas.status, 403);
+    assert.equal(erinOnDanas.body.error.code, "APPROVER_MISMATCH");
+    const stranger = await slackClick(stack.url, click({ id: "U_NOBODY" }));
+    assert.equal(stranger.status, 403);
+    assert.equal(stranger.body.error.code, "APPROVER_MISMATCH");
+    const ok = await slackClick(stack.url, click({ id: "U_DANA" }));
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    assert.equal(ok.body.approver, "dana@acme.test");
+    const t = await end(stack, id);
+    assert.equal(t.output.by, "dana@acme.test");
+    const [d] = t.steps[0].decisions;
+    assert.equal(d.channel, "slack");
+    assert.equal(d.user_id, "U_DANA");
   });
 
   test("bad channels are refused at submit with a stable code naming the option", async () => {

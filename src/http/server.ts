@@ -43,6 +43,7 @@ import { referencePageHeaders, renderReferencePage } from "./reference-page.ts";
 import { REQUEST_ID_HEADER, requestIdFor } from "./request-id.ts";
 import { lazySerializers } from "./serializers.ts";
 import { signalsRoutes } from "./signals-routes.ts";
+import { slackRoutes } from "./slack-routes.ts";
 import { statsRoutes } from "./stats-routes.ts";
 import { taskTypesRoutes } from "./task-types-routes.ts";
 import { tasksRoutes } from "./tasks-routes.ts";
@@ -290,6 +291,7 @@ export function buildServer(d: ServerDeps): FastifyInstance {
   hooksRoutes(app, d.store, d.sources, d.clock, d.metrics);
   callbacksRoutes(app, d);
   approvalsRoutes(app, d);
+  slackRoutes(app, d);
   dashboardRoutes(app, d.dashboard);
 
   app.register(async (admin) => {
