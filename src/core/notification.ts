@@ -175,6 +175,19 @@ export function notifyProblem(notify: unknown, path: string, ctx: NotifyContext 
   return null;
 }
 
+/**
+ * An inline email channel whose `to` lists addresses on an approval with named approvers:
+ * another address than an approver's own would receive that approver's links.
+ */
+export function emailToProblem(notify: unknown, path: string, approvers: readonly string[]): string | null {
+  if (!Array.isArray(notify) || approvers.length === 0) return null;
+  for (const [i, e] of notify.entries()) {
+    if (!isObject(e) || e.channel !== "email" || e.to === undefined || isObject(e.to)) continue;
+    return `${path}[${i}].to lists addresses, but the approval names its approvers; map each approver to an address ({"approver": "address"}) or leave to out`;
+  }
+  return null;
+}
+
 /** The channel an entry stands for, given the config's notifiers (null for an unknown name). */
 export function resolveEntry(
   e: NotifyEntry,
@@ -266,7 +279,8 @@ export function emailRecipients(t: EmailTarget, approver: string | null): string
         ? [approver]
         : `the approver ${JSON.stringify(approver)} is not an email address; map approvers to addresses in notify.to`;
     }
-    return typeof to === "string" ? [to] : to;
+    // Another address than the approver's own would receive that approver's links.
+    return "notify.to lists addresses, but the approval names its approvers: map each approver to an address ({approver: address})";
   }
   if (to === undefined || isObject(to))
     return "notify.to must name an address for an approval without named approvers";

@@ -4,7 +4,7 @@ import type { Duration } from "./duration.ts";
 import { toMs } from "./duration.ts";
 import { NonRetriableError, StepError, toErrorInfo } from "./errors.ts";
 import { checkContentType } from "./file.ts";
-import { type NotifyContext, notifyProblem, storedEntry } from "./notification.ts";
+import { emailToProblem, type NotifyContext, notifyProblem, storedEntry } from "./notification.ts";
 import { declaredMaxTokens } from "./quota.ts";
 import type { RunOutcome } from "./replay-contract.ts";
 import { FATAL, fail, INVALID, never, type ReplayRun } from "./replay-run.ts";
@@ -169,6 +169,7 @@ function approvalStep(run: ReplayRun, id: string, options: ApprovalOptions = {})
   const problem =
     approvalProblem(approvers, quorum, show) ??
     notifyProblem(options.notify, "notify", run.args.notify ?? EMPTY_NOTIFY) ??
+    emailToProblem(options.notify, "notify", approvers) ??
     escalateProblem(options, run.args.notify ?? EMPTY_NOTIFY);
   if (problem !== null) {
     run.halt(fail("VALIDATION_FAILED", `step.approval("${id}"): ${problem}.`));

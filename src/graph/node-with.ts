@@ -1,6 +1,6 @@
 import { type Duration, MAX_DURATION_MS, parseDuration } from "../core/duration.ts";
 import { LonghaulError } from "../core/errors.ts";
-import { notifyProblem } from "../core/notification.ts";
+import { emailToProblem, notifyProblem } from "../core/notification.ts";
 import type { ApprovalRequest } from "../core/task-type.ts";
 import { isOnTimeout, ON_TIMEOUT_HINT } from "../core/wait.ts";
 
@@ -162,7 +162,9 @@ function check(kind: NodeKind, w: Record<string, unknown>, who: string, template
       duration("remindAfter");
       const notify = get("notify");
       // Names of configured notifiers are looked up at submit (`graphNotifyProblem`), where the config is known.
-      const notifyWrong = notifyProblem(notify, "with.notify", null);
+      const notifyWrong =
+        notifyProblem(notify, "with.notify", null) ??
+        emailToProblem(notify, "with.notify", Array.isArray(approvers) ? (approvers as string[]) : []);
       if (notifyWrong !== null) throw new LonghaulError("VALIDATION_FAILED", `${who}: ${notifyWrong}.`);
       const escalate = get("escalate");
       if (escalate !== undefined) {
