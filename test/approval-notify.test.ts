@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Webhook } from "standardwebhooks";
+import { hashApiKey, newApiKey } from "../src/core/api-keys.ts";
 import { defineTask } from "../src/index.ts";
 import { signSlack } from "../src/ingress/slack.ts";
 import { waitFor } from "./helpers.ts";
@@ -166,6 +167,15 @@ describe("approval notifications over HTTP", () => {
     const n = step.notifications[0];
     assert.equal(n.attempts, 3);
     assert.equal(n.last_error.code, "HTTP_STATUS");
+    // Another tenant's key sees no such notification.
+    const otherKey = newApiKey();
+    await stack.store.createTenant({ name: "other", keyHash: hashApiKey(otherKey) });
+    const other = await fetch(`${stack.url}/v1/tasks/${id}/notifications/${n.id}/replay`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${otherKey}`, "content-type": "application/json" },
+      body: "{}",
+    });
+    assert.equal(other.status, 404);
     const again = await stack.api(`/v1/tasks/${id}/notifications/${n.id}/replay`, { body: {} });
     assert.equal(again.status, 200, JSON.stringify(again.body));
     assert.equal(again.body.status, "pending");
