@@ -1,4 +1,4 @@
-import { createTransport, type Transporter } from "nodemailer";
+import type { Transporter } from "nodemailer";
 import { errorInfo } from "../core/errors.ts";
 import { type ApprovalMessage, fieldText, leadLine, plainText } from "./message.ts";
 import type { SendOutcome } from "./send-outcome.ts";
@@ -29,9 +29,11 @@ ${m.deadline ? `<p>Decide before ${esc(m.deadline)}.</p>` : ""}
 /** One SMTP transport per settings: nodemailer keeps no connection open between messages by default. */
 const transports = new WeakMap<object, Transporter>();
 
-function transportOf(smtp: NonNullable<NotifySettings["smtp"]>): Transporter {
+/** nodemailer is loaded with the first email, so a deployment that sends none never loads it. */
+async function transportOf(smtp: NonNullable<NotifySettings["smtp"]>): Promise<Transporter> {
   let t = transports.get(smtp);
   if (!t) {
+    const { createTransport } = await import("nodemailer");
     t = createTransport({
       host: smtp.host,
       port: smtp.port ?? (smtp.secure ? 465 : 587),
@@ -67,7 +69,7 @@ export async function sendEmail(
     };
   }
   try {
-    await transportOf(s.smtp).sendMail({
+    await (await transportOf(s.smtp)).sendMail({
       from: s.smtp.from,
       to,
       subject: leadLine(m),
