@@ -63,16 +63,23 @@ describe("approval notifications over HTTP", () => {
   const slackTask = defineTask("notify.slack", async (_input, step) =>
     step.approval("ok", { approvers, notify: [{ channel: "slack", webhook_url: `${receiver.url}/slack` }] }),
   );
+  const refused = defineTask("notify.refused", async (_input, step) =>
+    step.approval("ok", { approvers: ["gone@acme.test"], notify: [{ channel: "email" }, "busy-robot"] }),
+  );
   const unknownNotifier = defineTask("notify.unknown", async (_input, step) =>
     step.approval("ok", { approvers, notify: ["nobody"] }),
   );
   before(async () => {
-    receiver = await startReceiver((r) =>
-      r.path.startsWith("/fail") ? { status: 500 } : { status: 200, body: '{"errcode":0,"errmsg":"ok"}' },
-    );
-    smtp = await startSmtpSink();
+    receiver = await startReceiver((r) => {
+      if (r.path.startsWith("/fail")) return { status: 500 };
+      // WeCom answers 200 with another errcode when it does not take the message (45009: over its rate).
+      if (r.path.startsWith("/busy"))
+        return { status: 200, body: '{"errcode":45009,"errmsg":"api freq out of limit"}' };
+      return { status: 200, body: '{"errcode":0,"errmsg":"ok"}' };
+    });
+    smtp = await startSmtpSink({ refuse: (to) => to.startsWith("gone@") });
     stack = await startStack({
-      taskTypes: [emailTask, wecomTask, slackTask, unknownNotifier],
+      taskTypes: [emailTask, wecomTask, slackTask, refused, unknownNotifier],
       outbound: { allow_private_networks: true, retry_schedule_s: [0, 0.05, 0.05] },
       notify: {
         webhook_secret: SECRET,
@@ -84,6 +91,10 @@ describe("approval notifications over HTTP", () => {
       },
       notifiers: {
         "team-robot": { channel: "wecom", webhook_url: `${receiver.url}/cgi-bin/webhook/send?key=robot-key` },
+        "busy-robot": {
+          channel: "wecom",
+          webhook_url: `${receiver.url}/busy/cgi-bin/webhook/send?key=busy-key`,
+        },
       },
     });
   });
@@ -278,6 +289,28 @@ describe("approval notifications over HTTP", () => {
     const [d] = t.steps[0].decisions;
     assert.equal(d.channel, "slack");
     assert.equal(d.user_id, "U_DANA");
+  });
+
+  test("a mailbox the server refuses fails at once; a robot that answers another errcode is retried, then dead", async () => {
+    const r = await stack.api("/v1/tasks", { body: { type: "notify.refused", input: {} } });
+    const id = r.body.task_id as string;
+    const ns = await waitFor(
+      async () => {
+        const n = (await get(stack, id)).steps[0].notifications ?? [];
+        return n.length === 2 && n.every((x: { status: string }) => x.status !== "pending") ? n : null;
+      },
+      10_000,
+      "both messages to give up",
+    );
+    const email = ns.find((n: { channel: string }) => n.channel === "email");
+    assert.equal(email.status, "failed");
+    assert.equal(email.attempts, 1);
+    assert.equal(email.last_error.code, "NOTIFY_FAILED");
+    const robot = ns.find((n: { channel: string }) => n.channel === "wecom");
+    assert.equal(robot.status, "dead");
+    assert.equal(robot.attempts, 3);
+    assert.match(robot.last_error.message, /errcode 45009/);
+    assert.doesNotMatch(robot.last_error.message, /busy-key/, "a webhook URL's key stays out of errors");
   });
 
   test("bad channels are refused at submit with a stable code naming the option", async () => {
