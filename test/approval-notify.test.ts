@@ -63,6 +63,12 @@ describe("approval notifications over HTTP", () => {
   const slackTask = defineTask("notify.slack", async (_input, step) =>
     step.approval("ok", { approvers, notify: [{ channel: "slack", webhook_url: `${receiver.url}/slack` }] }),
   );
+  const slackChannel = defineTask("notify.slack-channel", async (_input, step) =>
+    step.approval("ok", {
+      approvers: ["dana@acme.test"],
+      notify: [{ channel: "slack", channel_id: "C0APPROVALS" }],
+    }),
+  );
   const refused = defineTask("notify.refused", async (_input, step) =>
     step.approval("ok", { approvers: ["gone@acme.test"], notify: [{ channel: "email" }, "busy-robot"] }),
   );
@@ -73,19 +79,22 @@ describe("approval notifications over HTTP", () => {
     receiver = await startReceiver((r) => {
       if (r.path.startsWith("/fail")) return { status: 500 };
       // WeCom answers 200 with another errcode when it does not take the message (45009: over its rate).
+      if (r.path === "/slackapi/chat.postMessage") return { status: 200, body: '{"ok":true,"ts":"1.2"}' };
       if (r.path.startsWith("/busy"))
         return { status: 200, body: '{"errcode":45009,"errmsg":"api freq out of limit"}' };
       return { status: 200, body: '{"errcode":0,"errmsg":"ok"}' };
     });
     smtp = await startSmtpSink({ refuse: (to) => to.startsWith("gone@") });
     stack = await startStack({
-      taskTypes: [emailTask, wecomTask, slackTask, refused, unknownNotifier],
+      taskTypes: [emailTask, wecomTask, slackTask, slackChannel, refused, unknownNotifier],
       outbound: { allow_private_networks: true, retry_schedule_s: [0, 0.05, 0.05] },
       notify: {
         webhook_secret: SECRET,
         smtp: { host: "127.0.0.1", port: smtp.port, from: "Approvals <approvals@longhaul.test>" },
         slack: {
           signing_secrets: [SLACK_SECRET],
+          bot_token: "xoxb-test-token",
+          api_url: `${receiver.url}/slackapi`,
           users: { U_DANA: "dana@acme.test", erin: "erin@acme.test" },
         },
       },
@@ -289,6 +298,29 @@ describe("approval notifications over HTTP", () => {
     const [d] = t.steps[0].decisions;
     assert.equal(d.channel, "slack");
     assert.equal(d.user_id, "U_DANA");
+  });
+
+  test("Slack by channel id: chat.postMessage with the bot token", async () => {
+    const r = await stack.api("/v1/tasks", { body: { type: "notify.slack-channel", input: {} } });
+    const id = r.body.task_id as string;
+    const hit = await waitFor(
+      () => receiver.hits.find((h) => h.path === "/slackapi/chat.postMessage" && h.body.includes(id)) ?? null,
+      10_000,
+      "the chat.postMessage call",
+    );
+    assert.equal(hit.headers.authorization, "Bearer xoxb-test-token");
+    const body = JSON.parse(hit.body);
+    assert.equal(body.channel, "C0APPROVALS");
+    assert.ok(body.blocks.some((b: { type: string }) => b.type === "actions"));
+    const n = await waitFor(
+      async () => {
+        const x = (await get(stack, id)).steps[0].notifications?.[0];
+        return x?.status === "sent" ? x : null;
+      },
+      10_000,
+      "sent",
+    );
+    assert.equal(n.to, "C0APPROVALS");
   });
 
   test("a mailbox the server refuses fails at once; a robot that answers another errcode is retried, then dead", async () => {
