@@ -151,7 +151,8 @@ function step(t: TaskRow, s: StepRow, jobs: Map<string, JobRow>, ctx: DetailCont
 /** An approval step's messages: where each went, how it went, and its last error. */
 function notificationsOf(s: StepRow, ctx: DetailContext): { notifications?: Static<typeof Notification>[] } {
   const rows = ctx.notifications?.get(s.stepId);
-  if (s.kind !== "approval" || !rows?.length) return {};
+  // Where messages went (addresses, channels) is the tenant's to see, not a read token's holder's.
+  if (s.kind !== "approval" || !rows?.length || ctx.links === false) return {};
   return {
     notifications: rows.map((n) => ({
       id: n.id,

@@ -22,15 +22,17 @@ const SlackAnswer = Type.Object({
  * `POST /v1/slack/interactions`: Slack's Interactivity Request URL for approval messages. The
  * form-encoded body is verified on its raw bytes with the app's signing secrets, as a `slack`
  * source verifies (`src/ingress/slack.ts`), then the button decides as the Slack user who
- * clicked (`decideBySlack`). Without signing secrets the route answers 404.
+ * clicked (`decideBySlack`). Served only when signing secrets are configured: without them no
+ * click could be verified.
  */
 export function slackRoutes(
   app: Api,
   d: { store: WaitStore; keyring: Keyring; clock: Clock; notify?: NotifySettings | undefined },
 ): void {
-  const secrets = d.notify?.slack.signingSecrets ?? [];
-  const verifier =
-    secrets.length > 0 ? slack.create({ name: "slack-interactions", provider: "slack", secrets }) : null;
+  const notify = d.notify;
+  const secrets = notify?.slack.signingSecrets ?? [];
+  if (notify === undefined || secrets.length === 0) return;
+  const verifier = slack.create({ name: "slack-interactions", provider: "slack", secrets });
   app.register(async (scope: Api) => {
     scope.addContentTypeParser(
       "application/x-www-form-urlencoded",
@@ -61,7 +63,7 @@ export function slackRoutes(
           throw new LonghaulError("INVALID_JSON", "The Slack payload is not JSON.");
         }
         const r = await decideBySlack(
-          { waits: d.store, keyring: d.keyring, clock: d.clock, users: d.notify.slack.users },
+          { waits: d.store, keyring: d.keyring, clock: d.clock, users: notify.slack.users },
           { action: slackAction(payload), address: req.ip, userAgent: req.headers["user-agent"] ?? null },
         );
         return {
