@@ -171,8 +171,20 @@ function suite(name: string, makeStore: (clock: ManualClock) => Store) {
       const id = await submit("on-timeout");
       await waitMessages(id, 1, "the request");
       clock.advance(HOUR + 1);
-      const all = await waitMessages(id, 2, "the escalation at the deadline");
-      assert.equal(all[1].type, "approval.escalated");
+      const all = await waitMessages(id, 3, "the escalation at the deadline, and a reminder");
+      assert.deepEqual(
+        all
+          .slice(1)
+          .map((m) => [m.type, m.data.approver])
+          .sort(),
+        [
+          ["approval.escalated", "boss@acme.test"],
+          ["approval.reminder", "dana@acme.test"],
+        ],
+      );
+      // The reminder's links are minted for the deadline that moved on.
+      const reminder = all.find((m) => m.type === "approval.reminder")!;
+      assert.equal(Date.parse(reminder.data.deadline), clock.now() + HOUR);
       const step = (await api(`/v1/tasks/${id}`)).steps[0];
       assert.equal(step.status, "waiting");
       assert.equal(Date.parse(step.deadline), clock.now() + HOUR, "the deadline moved on by the timeout");

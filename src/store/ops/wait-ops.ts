@@ -487,6 +487,13 @@ export async function fireTimeout(tx: Tx, lease: Lease, taskId: string, stepId: 
       stepId,
     ]);
     await escalate(tx, task, step);
+    // Links already sent expire a day after the old deadline: who has not decided gets links
+    // minted for the new one.
+    const named = config.approvers.length > 0;
+    const to = named ? await undecided(tx, taskId, stepId, config.approvers) : [];
+    if (config.notify?.length && (!named || to.length > 0)) {
+      await oweMessages(tx, task, step, config.notify, to, "reminder");
+    }
     await tx.enqueue([timer("timeout", task.tenantId, taskId, stepId, deadline)]);
     return false;
   }
