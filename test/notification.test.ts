@@ -114,6 +114,10 @@ test("the config's notifiers are checked at start, naming the key", () => {
     /notifiers\.ops.*not an email address/,
   );
   assert.throws(() => notifySettings({ webhook_secret: "plain" }), /notify\.webhook_secret/);
+  assert.throws(
+    () => notifySettings({ smtp: { hots: "x", from: "a@x.test" } } as never),
+    /notify\.smtp\.hots is not a key of notify\.smtp/,
+  );
   const s = notifySettings(
     { webhook_secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" },
     { hook: { channel: "webhook", url: "https://x.test", secret: "whsec_abc" } },

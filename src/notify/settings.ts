@@ -43,7 +43,16 @@ export interface NotifySettings {
 }
 
 const invalid = (key: string, problem: string) =>
-  new LonghaulError("VALIDATION_FAILED", `The configuration's ${key} ${problem}.`);
+  new LonghaulError("CONFIG_INVALID", `The configuration's ${key} ${problem}.`);
+
+/** A key the block does not take stops the start, named, rather than being ignored (a typo). */
+function unknownKey(block: object, at: string, keys: readonly string[]): void {
+  if (typeof block !== "object" || block === null || Array.isArray(block))
+    throw invalid(at, "must be an object");
+  const extra = Object.keys(block).find((k) => !keys.includes(k));
+  if (extra !== undefined)
+    throw invalid(`${at}.${extra}`, `is not a key of ${at}; its keys are ${keys.join(", ")}`);
+}
 
 /**
  * The `notify` and `notifiers` configuration, checked: a notifier that names an unknown
@@ -56,6 +65,12 @@ export function notifySettings(
 ): NotifySettings {
   if (typeof notifiers !== "object" || notifiers === null || Array.isArray(notifiers)) {
     throw invalid("notifiers", "must be an object of channels by name");
+  }
+  unknownKey(config, "notify", ["smtp", "slack", "webhook_secret"]);
+  if (config.smtp !== undefined)
+    unknownKey(config.smtp, "notify.smtp", ["host", "port", "secure", "user", "pass", "from"]);
+  if (config.slack !== undefined) {
+    unknownKey(config.slack, "notify.slack", ["bot_token", "signing_secrets", "users", "api_url"]);
   }
   const webhookSecret = config.webhook_secret ?? null;
   if (webhookSecret !== null && !/^wh(sec|sk)_[A-Za-z0-9+/=]+$/.test(webhookSecret)) {
