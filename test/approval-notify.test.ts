@@ -132,7 +132,7 @@ describe("approval notifications over HTTP", () => {
     assert.equal(r.status, 202, JSON.stringify(r.body));
     const id = r.body.task_id as string;
     const mine = () => receiver.hits.filter((h) => h.path === "/approvals" && h.body.includes(id));
-    await waitFor(() => (mine().length === 2 ? true : null), 10_000, "two messages");
+    await waitFor(() => (mine().length === 2 ? true : null), 30_000, "two messages");
     const wh = new Webhook(SECRET);
     const bodies = mine().map((h) => {
       const verified = wh.verify(h.body, {
@@ -181,7 +181,7 @@ describe("approval notifications over HTTP", () => {
         const s = (await get(stack, id)).steps.find((x: any) => x.id === "review");
         return s?.notifications?.[0]?.status === "dead" ? s : null;
       },
-      10_000,
+      30_000,
       "the message to be dead",
     );
     const n = step.notifications[0];
@@ -208,7 +208,7 @@ describe("approval notifications over HTTP", () => {
     const r = await stack.api("/v1/tasks", { body: { type: "notify.email", input: { amount: 99 } } });
     const id = r.body.task_id as string;
     const mails = () => smtp.mails.filter((m) => m.raw.includes(id));
-    await waitFor(() => (mails().length === 2 ? true : null), 10_000, "two emails");
+    await waitFor(() => (mails().length === 2 ? true : null), 30_000, "two emails");
     assert.deepEqual(
       mails()
         .map((m) => m.to[0])
@@ -235,7 +235,7 @@ describe("approval notifications over HTTP", () => {
         receiver.hits.find(
           (h) => h.path === "/cgi-bin/webhook/send?key=robot-key" && h.body.includes("Approve"),
         ) ?? null,
-      10_000,
+      30_000,
       "the robot's message",
     );
     const body = JSON.parse(hit.body);
@@ -247,7 +247,7 @@ describe("approval notifications over HTTP", () => {
     assert.equal(link, s.approvals[0].approve_url);
     await waitFor(
       async () => ((await get(stack, id)).steps[0].notifications?.[0]?.status === "sent" ? true : null),
-      10_000,
+      30_000,
       "sent",
     );
     const n = (await get(stack, id)).steps[0].notifications[0];
@@ -259,7 +259,7 @@ describe("approval notifications over HTTP", () => {
     const r = await stack.api("/v1/tasks", { body: { type: "notify.slack", input: {} } });
     const id = r.body.task_id as string;
     const mine = () => receiver.hits.filter((h) => h.path === "/slack" && h.body.includes(id));
-    await waitFor(() => (mine().length === 2 ? true : null), 10_000, "two Slack messages");
+    await waitFor(() => (mine().length === 2 ? true : null), 30_000, "two Slack messages");
     const buttons = (who: string) => {
       const m = JSON.parse(mine().find((h) => h.body.includes(`For ${who}`))!.body);
       const actions = m.blocks.find((b: any) => b.type === "actions");
@@ -305,7 +305,7 @@ describe("approval notifications over HTTP", () => {
     const id = r.body.task_id as string;
     const hit = await waitFor(
       () => receiver.hits.find((h) => h.path === "/slackapi/chat.postMessage" && h.body.includes(id)) ?? null,
-      10_000,
+      30_000,
       "the chat.postMessage call",
     );
     assert.equal(hit.headers.authorization, "Bearer xoxb-test-token");
@@ -317,7 +317,7 @@ describe("approval notifications over HTTP", () => {
         const x = (await get(stack, id)).steps[0].notifications?.[0];
         return x?.status === "sent" ? x : null;
       },
-      10_000,
+      30_000,
       "sent",
     );
     assert.equal(n.to, "C0APPROVALS");
@@ -331,7 +331,7 @@ describe("approval notifications over HTTP", () => {
         const n = (await get(stack, id)).steps[0].notifications ?? [];
         return n.length === 2 && n.every((x: { status: string }) => x.status !== "pending") ? n : null;
       },
-      10_000,
+      30_000,
       "both messages to give up",
     );
     const email = ns.find((n: { channel: string }) => n.channel === "email");

@@ -96,7 +96,7 @@ function suite(name: string, makeStore: (clock: ManualClock) => Store) {
     const messages = (id: string) =>
       receiver.hits.map((h) => JSON.parse(h.body)).filter((b) => b.data.task_id === id);
     const waitMessages = (id: string, n: number, what: string) =>
-      waitFor(() => (messages(id).length >= n ? messages(id) : null), 10_000, what);
+      waitFor(() => (messages(id).length >= n ? messages(id) : null), 30_000, what);
     /** Decide through a link as it travels: the public URL is not this server's, so its path is used here. */
     const decide = async (link: string) => {
       const res = await fetch(url + new URL(link).pathname, { method: "POST" });
@@ -108,7 +108,7 @@ function suite(name: string, makeStore: (clock: ManualClock) => Store) {
           const t = await api(`/v1/tasks/${id}`);
           return ["succeeded", "failed", "timed_out"].includes(t.status) ? t : null;
         },
-        10_000,
+        30_000,
         `task ${id} to end`,
       );
 

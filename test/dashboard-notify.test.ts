@@ -71,7 +71,7 @@ if (!existsSync(CHROMIUM)) {
           const mine = receiver.hits.map((h) => JSON.parse(h.body)).filter((b) => b.data.task_id === id);
           return mine.length === 2 ? mine : null;
         },
-        10_000,
+        30_000,
         "two messages",
       );
       const erin = bodies.find((b) => b.data.approver === "erin@acme.test")!;
@@ -83,13 +83,13 @@ if (!existsSync(CHROMIUM)) {
           (await get(stack, id)).steps[0].notifications.every((n: { status: string }) => n.status === "sent")
             ? true
             : null,
-        10_000,
+        30_000,
         "both messages sent",
       );
 
       await page.goto(`${stack.url}/#/tasks/${id}`);
       const rows = page.locator("table.notifications tbody tr");
-      await waitFor(async () => ((await rows.count()) === 2 ? true : null), 10_000, "two notification rows");
+      await waitFor(async () => ((await rows.count()) === 2 ? true : null), 30_000, "two notification rows");
       const texts = (await rows.allTextContents()).map((t) => t.replace(/\s+/g, " "));
       for (const who of ["dana@acme.test", "erin@acme.test"]) {
         const row = texts.find((t) => t.includes(who));
