@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Webhook } from "standardwebhooks";
+import { LonghaulClient } from "../src/client/index.ts";
 import { hashApiKey, newApiKey } from "../src/core/api-keys.ts";
 import { defineTask } from "../src/index.ts";
 import { signSlack } from "../src/ingress/slack.ts";
@@ -196,9 +197,10 @@ describe("approval notifications over HTTP", () => {
       body: "{}",
     });
     assert.equal(other.status, 404);
-    const again = await stack.api(`/v1/tasks/${id}/notifications/${n.id}/replay`, { body: {} });
-    assert.equal(again.status, 200, JSON.stringify(again.body));
-    assert.equal(again.body.status, "pending");
+    const client = new LonghaulClient({ baseUrl: stack.url, apiKey: stack.key });
+    const again = await client.replayNotification(id, n.id);
+    assert.equal(again.status, "pending");
+    assert.equal(again.id, n.id);
     const twice = await stack.api(`/v1/tasks/${id}/notifications/${n.id}/replay`, { body: {} });
     assert.equal(twice.status, 409);
     assert.equal(twice.body.error.code, "NOTIFICATION_NOT_REPLAYABLE");
