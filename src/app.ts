@@ -8,6 +8,7 @@ import { LonghaulError } from "./core/errors.ts";
 import { fileSizeCap } from "./core/file.ts";
 import type { IdGenerator } from "./core/ids.ts";
 import { type LimitsConfig, resolveLimits } from "./core/limits.ts";
+import type { NotifyTarget } from "./core/notification.ts";
 import { DEFAULT_TIMEOUT_MS } from "./core/replay.ts";
 import { metaValueAt } from "./core/sealed-at.ts";
 import { OptionSettings } from "./core/settings.ts";
@@ -26,6 +27,7 @@ import { parseListen, startMetricsServer } from "./http/metrics-server.ts";
 import { buildServer, payloadSettings } from "./http/server.ts";
 import { buildSource, checkSources, type Source, type SourceConfig } from "./ingress/sources.ts";
 import { Metrics } from "./metrics/metrics.ts";
+import { type NotifyConfig, notifyContext, notifySettings } from "./notify/settings.ts";
 import { urlReader } from "./outbound/read-url.ts";
 import { type OutboundConfig, outboundSettings } from "./outbound/settings.ts";
 import type { Resolve } from "./outbound/ssrf.ts";
@@ -91,6 +93,13 @@ export interface LonghaulOptions {
    * whether loopback and private targets are allowed (`longhaul dev` allows them).
    */
   outbound?: OutboundConfig;
+  /**
+   * How approvals' messages leave: `smtp` (email), `slack` (bot token, signing secrets for
+   * button clicks, Slack users mapped to approvers), `webhook_secret` (signs webhook channels).
+   */
+  notify?: NotifyConfig;
+  /** Channels by name, for an approval's `notify` to refer to, so secrets stay out of task input. */
+  notifiers?: Record<string, NotifyTarget>;
   /** SSE streams of `GET /v1/events`: the heartbeat interval. */
   realtime?: EventStreamsOptions;
   /**
@@ -275,6 +284,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     storage: opts.storageUrls,
     resolve: opts.resolveUrlHost,
   });
+  const notify = notifySettings(opts.notify, opts.notifiers);
   const metrics = new Metrics({
     kinds: workKinds,
     read: () => store.queueStats(clock.now()),
@@ -309,6 +319,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
             confirmSources,
             signalRetentionMs: limits.signal_retention_s * 1000,
             outbound,
+            notify,
             ...(opts.random ? { random: opts.random } : {}),
             taskFiles: (tenantId: string) => taskFiles({ files: store, blobs, urls: fileUrls }, tenantId),
             httpPressed: () => pressure?.pressed() ?? false,
@@ -326,6 +337,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     urls,
     adminKey,
     outbound,
+    notify,
     realtime: opts.realtime,
     limits,
     blobs,
@@ -349,6 +361,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     files: store,
     urlPolicy: { allowPrivateNetworks: outbound.allowPrivateNetworks },
     payloads: payloadSettings(blobs, limits),
+    notify: notifyContext(notify),
     tenant: opts.tenant,
   });
   const fetch = fetchHandler(server, { clientAddress: opts.clientAddress, log });

@@ -45,6 +45,8 @@ export async function startStack(
     concurrency?: number;
     tokens?: LonghaulOptions["tokens"];
     outbound?: LonghaulOptions["outbound"];
+    notify?: LonghaulOptions["notify"];
+    notifiers?: LonghaulOptions["notifiers"];
     realtime?: LonghaulOptions["realtime"];
     /** Reuse this SQLite file (a restart) instead of a fresh one. */
     dbPath?: string;
@@ -114,6 +116,8 @@ export async function startStack(
     ...(opts.tokens ? { tokens: opts.tokens } : {}),
     ...(opts.dashboard ? { dashboard: { devApiKey: key } } : {}),
     ...(opts.outbound ? { outbound: opts.outbound } : {}),
+    ...(opts.notify ? { notify: opts.notify } : {}),
+    ...(opts.notifiers ? { notifiers: opts.notifiers } : {}),
     ...(opts.realtime ? { realtime: opts.realtime } : {}),
     ...(opts.httpTimeouts ? { httpTimeouts: opts.httpTimeouts } : {}),
     ...(opts.limits ? { limits: opts.limits } : {}),

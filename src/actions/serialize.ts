@@ -1,16 +1,25 @@
 import type { Static } from "typebox";
+import { shownRecipient } from "../core/notification.ts";
 import { inlineValue, payloadRef } from "../core/payload.ts";
 import { type ApprovalConfig, decidedBy } from "../core/wait.ts";
 import type {
   ApprovalDecisionRow,
   ArtifactRow,
   JobRow,
+  NotificationRow,
   StepRow,
   TaskDetail,
   TaskRow,
 } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
-import type { Artifact, Job, Step, TaskDetail as TaskDetailJson, TaskSummary } from "../wire/tasks.ts";
+import type {
+  Artifact,
+  Job,
+  Notification,
+  Step,
+  TaskDetail as TaskDetailJson,
+  TaskSummary,
+} from "../wire/tasks.ts";
 import { type PayloadView, payloadPath } from "./payload-view.ts";
 
 /** A stored time (ms since the epoch) as the wire's ISO 8601 string; null stays null. */
@@ -57,6 +66,8 @@ export function taskSummary(t: TaskRow, view: PayloadView = bareView): Static<ty
 export interface DetailContext {
   urls: CapabilityUrls;
   decisions: Map<string, ApprovalDecisionRow[]>;
+  /** Each approval step's messages; absent: none shown. */
+  notifications?: Map<string, NotificationRow[]>;
   /**
    * `false` for a reader holding a read token: a waiting step's callback and approval links
    * are capabilities to write, and a read token must not hand them out.
@@ -93,6 +104,14 @@ function waitingFor(t: TaskRow, s: StepRow, ctx: DetailContext): Record<string, 
         approval_url: ctx.urls.approval(t.tenantId, t.id, ws, "decide", who),
         approve_url: ctx.urls.approval(t.tenantId, t.id, ws, "approve", who),
         reject_url: ctx.urls.approval(t.tenantId, t.id, ws, "reject", who),
+        ...(mine === undefined
+          ? {}
+          : {
+              decided_at: iso(mine.decidedAt),
+              by: mine.approver,
+              ...(mine.channel === null ? {} : { channel: mine.channel }),
+              comment: mine.comment,
+            }),
       };
     });
     const shared = !named
@@ -144,10 +163,31 @@ function step(t: TaskRow, s: StepRow, jobs: Map<string, JobRow>, ctx: DetailCont
           }),
         }
       : {}),
+    ...notificationsOf(s, ctx),
     ...(s.lateOutput != null ? { late_result: s.lateOutput } : {}),
     deadline: iso(s.deadlineAt),
     created_at: iso(s.createdAt),
     updated_at: iso(s.updatedAt),
+  };
+}
+
+/** An approval step's messages: where each went, how it went, and its last error. */
+function notificationsOf(s: StepRow, ctx: DetailContext): { notifications?: Static<typeof Notification>[] } {
+  const rows = ctx.notifications?.get(s.stepId);
+  // Where messages went (addresses, channels) is the tenant's to see, not a read token's holder's.
+  if (s.kind !== "approval" || !rows?.length || ctx.links === false) return {};
+  return {
+    notifications: rows.map((n) => ({
+      id: n.id,
+      channel: n.channel,
+      to: shownRecipient(n.target, n.approver),
+      approver: n.approver,
+      reason: n.reason,
+      status: n.state,
+      attempts: n.attempts,
+      ...(n.lastError === null ? {} : { last_error: n.lastError }),
+      ...(n.sentAt === null ? {} : { sent_at: iso(n.sentAt) }),
+    })),
   };
 }
 

@@ -2,8 +2,9 @@ import type { Logger } from "pino";
 import type { Static } from "typebox";
 import { LonghaulError } from "../core/errors.ts";
 import type { UrlPolicy } from "../core/file-refs.ts";
+import type { NotifyContext } from "../core/notification.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import type { FileStore, TaskStore, WaitStore } from "../store/store.ts";
+import type { FileStore, NotificationStore, TaskStore, WaitStore } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 import { cancelTask } from "../usecases/cancel-task.ts";
 import { getTask } from "../usecases/get-task.ts";
@@ -22,7 +23,7 @@ import { detailView, linkedView } from "./payload-view.ts";
 import { taskDetail, taskSummary } from "./serialize.ts";
 
 export interface TaskActionDeps {
-  store: TaskStore & WaitStore;
+  store: TaskStore & WaitStore & Pick<NotificationStore, "notificationsOf">;
   taskTypes: TaskTypeLookup;
   urls: CapabilityUrls;
   metrics?: Metrics | undefined;
@@ -40,6 +41,8 @@ export interface TaskActionDeps {
    * `inlineResponseMaxBytes`. Absent: every value stays in its row.
    */
   payloads?: (PayloadBlobs & { inlineResponseMaxBytes: number }) | undefined;
+  /** The deployment's notifiers, against which a graph's approval channels are checked at submit. */
+  notify?: NotifyContext | undefined;
 }
 
 /**
@@ -61,6 +64,7 @@ export async function submitAction(
       ...(d.files ? { files: d.files } : {}),
       ...(d.urlPolicy ? { urlPolicy: d.urlPolicy } : {}),
       ...(d.payloads ? { payloads: d.payloads } : {}),
+      ...(d.notify ? { notify: d.notify } : {}),
     },
     {
       tenantId,
@@ -105,9 +109,12 @@ export async function getTaskAction(
   links = true,
   linksExpireBy?: number,
 ): Promise<Static<typeof TaskDetail>> {
-  const { detail, decisions } = await getTask({ tasks: d.store, waits: d.store }, { tenantId, taskId });
+  const { detail, decisions, notifications } = await getTask(
+    { tasks: d.store, waits: d.store, notifications: d.store },
+    { tenantId, taskId },
+  );
   const view = await detailView(d, detail, linksExpireBy);
-  return taskDetail(detail, { urls: d.urls, decisions, links, view });
+  return taskDetail(detail, { urls: d.urls, decisions, notifications, links, view });
 }
 
 /** `GET /v1/tasks`: a page of the tenant's tasks, newest first. */

@@ -112,6 +112,8 @@ export async function dev(o: DevOptions): Promise<void> {
     ...engineOptions(config),
     ...(config.tokens ? { tokens: config.tokens } : {}),
     ...(config.metrics ? { metrics: config.metrics } : {}),
+    ...(config.notify ? { notify: config.notify } : {}),
+    ...(config.notifiers ? { notifiers: config.notifiers } : {}),
     // ARCHITECTURE §7: development allows loopback and private webhook targets (link-local stays refused).
     outbound: { allow_private_networks: true, ...config.outbound },
     // ARCHITECTURE §7: under dev the dashboard opens signed in as the development tenant, for a

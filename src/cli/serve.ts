@@ -39,6 +39,8 @@ export async function serve(o: ServeOptions): Promise<void> {
     ...(config.outbound ? { outbound: config.outbound } : {}),
     ...(config.public_url ? { publicUrl: config.public_url } : {}),
     ...(config.metrics ? { metrics: config.metrics } : {}),
+    ...(config.notify ? { notify: config.notify } : {}),
+    ...(config.notifiers ? { notifiers: config.notifiers } : {}),
   });
   const url = await app.listen({ port: listenPort(o), host: o.host });
   onShutdown(() => app.close());

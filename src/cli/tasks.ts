@@ -53,12 +53,12 @@ export async function tasksList(
 export async function tasksShow(id: string, o: TaskOptions & { config?: string }): Promise<void> {
   const store = await openExistingStore(databaseUrl(o.databaseUrl), { migrated: true });
   try {
-    const { detail, decisions } = await getTask(
-      { tasks: store, waits: store },
+    const { detail, decisions, notifications } = await getTask(
+      { tasks: store, waits: store, notifications: store },
       { tenantId: o.tenant, taskId: id },
     );
     const urls = handsOutLinks(detail) ? await capabilityUrls(store, o.config) : unusedUrls();
-    console.log(JSON.stringify(taskDetail(detail, { urls, decisions }), null, 2));
+    console.log(JSON.stringify(taskDetail(detail, { urls, decisions, notifications }), null, 2));
   } finally {
     await store.close();
   }

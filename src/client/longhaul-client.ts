@@ -1,5 +1,6 @@
 import { SseParser } from "./sse-parser.ts";
 import type {
+  ApprovalNotification,
   SignalResult,
   SubmitResult,
   TaskDetail,
@@ -214,6 +215,14 @@ export class LonghaulClient {
     return this.call(
       "POST",
       `/v1/webhook-endpoints/${encodeURIComponent(endpointId)}/deliveries/${encodeURIComponent(deliveryId)}/replay`,
+    );
+  }
+
+  /** Sends a dead approval message again (`notifications[].id` of an approval step), its retry schedule from the start. */
+  replayNotification(taskId: string, notificationId: string): Promise<ApprovalNotification> {
+    return this.call(
+      "POST",
+      `/v1/tasks/${encodeURIComponent(taskId)}/notifications/${encodeURIComponent(notificationId)}/replay`,
     );
   }
 

@@ -1,7 +1,9 @@
 import type { LimitsConfig } from "../core/limits.ts";
+import type { NotifyTarget } from "../core/notification.ts";
 import type { StorageUrlsConfig } from "../core/storage-urls.ts";
 import type { TaskType } from "../core/task-type.ts";
 import type { SourceConfig } from "../ingress/sources.ts";
+import type { NotifyConfig } from "../notify/settings.ts";
 import type { OutboundConfig } from "../outbound/settings.ts";
 import type { ProviderConfig } from "../providers/from-config.ts";
 import type { Provider } from "../providers/provider.ts";
@@ -31,6 +33,16 @@ export interface LonghaulConfig {
   inbox?: { dedupe_horizon_s?: number };
   /** Outbound webhooks: retry schedule in seconds, and whether private and loopback targets are allowed. */
   outbound?: OutboundConfig;
+  /**
+   * How approvals' messages leave: `smtp` (host, port, secure, user, pass, from), `slack`
+   * (bot_token, signing_secrets, users, api_url), `webhook_secret` (`whsec_…`, signs webhook channels).
+   */
+  notify?: NotifyConfig;
+  /**
+   * Channels by name, e.g. `{ "finance": { "channel": "email", "to": "finance@example.com" } }`,
+   * for an approval's `notify: ["finance"]`: webhook URLs and secrets stay out of task input.
+   */
+  notifiers?: Record<string, NotifyTarget>;
   /**
    * Rates per minute (`api_reads_per_min`, `api_writes_per_min`, the deprecated `api_per_min`, `unauthenticated_per_min`, `hooks_per_min`,
    * `callbacks_per_min`, `approvals_per_min`; 0 turns one off), caps per tenant

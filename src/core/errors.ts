@@ -89,6 +89,10 @@ export const errorCodes = [
   "ARTIFACT_TOO_LARGE",
   "PAYLOAD_NOT_FOUND",
   "PAYLOAD_UNREADABLE",
+  "NOTIFICATION_NOT_FOUND",
+  "NOTIFICATION_NOT_REPLAYABLE",
+  "NOTIFY_FAILED",
+  "APPROVER_MISMATCH",
 ] as const;
 
 export type ErrorCode = (typeof errorCodes)[number];

@@ -1,6 +1,7 @@
 import type { ArtifactInfo } from "./artifact.ts";
 import type { Clock } from "./clock.ts";
 import type { ErrorInfo } from "./errors.ts";
+import type { NotifyContext } from "./notification.ts";
 import type { StoredStep } from "./step.ts";
 import type { LogLine } from "./task-log.ts";
 import type { ArtifactData, TaskContext, TaskFunction } from "./task-type.ts";
@@ -98,6 +99,8 @@ export interface RunTaskArgs {
   strictOrder?: boolean;
   /** Lifetime of a callback or approval without a timeout of its own. */
   defaultWaitMs?: number;
+  /** The deployment's notifiers, against which an approval's `notify` is checked. Absent: none. */
+  notify?: NotifyContext;
   /**
    * Deadline of a `step.job` or `step.waitForEvent` without a timeout of its own, so every
    * wait ends by a durable timer even when its job or event never comes. Default 7 days.

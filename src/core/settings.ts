@@ -210,6 +210,9 @@ export const ConfigSettings = block({
   waits: block({ default_timeout_s: seconds("waits.default_timeout_s") }),
   inbox: block({ dedupe_horizon_s: seconds("inbox.dedupe_horizon_s") }),
   outbound: OutboundSettings,
+  // Checked where they are built (src/notify/settings.ts), naming the key.
+  notify: Type.Unknown(),
+  notifiers: Type.Unknown(),
   limits: LimitsSettings,
   metrics: MetricsSettings,
   storage_urls: StorageUrlsSettings,

@@ -4,6 +4,7 @@ import type { Duration } from "./duration.ts";
 import { toMs } from "./duration.ts";
 import { NonRetriableError, StepError, toErrorInfo } from "./errors.ts";
 import { checkContentType } from "./file.ts";
+import { emailToProblem, type NotifyContext, notifyProblem, storedEntry } from "./notification.ts";
 import { declaredMaxTokens } from "./quota.ts";
 import type { RunOutcome } from "./replay-contract.ts";
 import { FATAL, fail, INVALID, never, type ReplayRun } from "./replay-run.ts";
@@ -19,7 +20,7 @@ import type {
   StepApi,
   WaitForEventOptions,
 } from "./task-type.ts";
-import { approvalProblem } from "./wait.ts";
+import { approvalProblem, isOnTimeout, ON_TIMEOUT_HINT } from "./wait.ts";
 
 /**
  * The `step` object task code is given for one run: one function per kind of step, each
@@ -164,16 +165,23 @@ function approvalStep(run: ReplayRun, id: string, options: ApprovalOptions = {})
   const approvers = options.approvers ?? [];
   const quorum = options.quorum ?? 1;
   const show = options.show ?? [];
-  const problem = approvalProblem(approvers, quorum, show);
+  const escalate = options.escalate;
+  const problem =
+    approvalProblem(approvers, quorum, show) ??
+    notifyProblem(options.notify, "notify", run.args.notify ?? EMPTY_NOTIFY) ??
+    emailToProblem(options.notify, "notify", approvers) ??
+    escalateProblem(options, run.args.notify ?? EMPTY_NOTIFY);
   if (problem !== null) {
     run.halt(fail("VALIDATION_FAILED", `step.approval("${id}"): ${problem}.`));
     return never();
   }
+  const timeoutMs = optionalMs(options.timeout) ?? run.defaultWaitMs;
+  const notifiers = (run.args.notify ?? EMPTY_NOTIFY).notifiers;
   return run.wait<ApprovalResult>(id, "approval", (position) => ({
     kind: "approval",
     stepId: id,
     position,
-    timeoutMs: optionalMs(options.timeout) ?? run.defaultWaitMs,
+    timeoutMs,
     approval: {
       approvers,
       quorum,
@@ -182,12 +190,41 @@ function approvalStep(run: ReplayRun, id: string, options: ApprovalOptions = {})
       description: options.description ?? null,
       show,
       remindAfterMs: optionalMs(options.remindAfter),
-      escalateAfterMs: optionalMs(options.escalateAfter),
-      escalateTo: options.escalateTo ?? [],
+      escalateAfterMs: optionalMs(escalate?.after ?? options.escalateAfter),
+      escalateTo: escalate?.to ?? options.escalateTo ?? [],
       allowShared: options.allowShared === true,
       allowSelfApproval: options.allowSelfApproval === true,
+      ...(options.notify?.length ? { notify: options.notify.map((e) => storedEntry(e, notifiers)) } : {}),
+      ...(escalate?.notify ? { escalateNotify: escalate.notify.map((e) => storedEntry(e, notifiers)) } : {}),
+      timeoutMs,
     },
   }));
+}
+
+const EMPTY_NOTIFY: NotifyContext = { notifiers: {}, webhookSecret: false };
+
+/** What is wrong with an approval's escalation and timeout policy, or null. */
+function escalateProblem(o: ApprovalOptions, ctx: NotifyContext): string | null {
+  const e = o.escalate;
+  if (e !== undefined) {
+    if (
+      typeof e !== "object" ||
+      e === null ||
+      !Array.isArray(e.to) ||
+      !e.to.every((a) => typeof a === "string" && a)
+    ) {
+      return "escalate.to must be a list of non-empty approver names";
+    }
+    const p = notifyProblem(e.notify, "escalate.notify", ctx);
+    if (p !== null) return p;
+  }
+  if (o.onTimeout !== undefined && !isOnTimeout(o.onTimeout)) {
+    return `onTimeout is ${JSON.stringify(o.onTimeout)}; it must be ${ON_TIMEOUT_HINT}`;
+  }
+  if (o.onTimeout === "escalate" && e === undefined && (o.escalateTo ?? []).length === 0) {
+    return 'onTimeout is "escalate" but there is nobody to escalate to; set escalate.to';
+  }
+  return null;
 }
 
 /**

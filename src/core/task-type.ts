@@ -1,6 +1,7 @@
 import type { ArtifactInfo } from "./artifact.ts";
 import type { Duration } from "./duration.ts";
 import type { TaskFiles } from "./file-refs.ts";
+import type { NotifyEntry } from "./notification.ts";
 import type { StandardSchemaV1 } from "./standard-schema.ts";
 import type { TaskLog } from "./task-log.ts";
 
@@ -38,8 +39,8 @@ export interface CallbackOptions {
 }
 
 /**
- * What an approval asks and how it ends: the options a graph's approval node can set too
- * (`src/graph/node-with.ts`), which adds no reminders or escalation.
+ * What an approval asks, whom it tells and how it ends: the options a graph's approval node
+ * can set too (`src/graph/node-with.ts`).
  */
 export interface ApprovalRequest {
   /** Who may decide; each gets their own links. Empty: one anonymous set of links. */
@@ -47,8 +48,12 @@ export interface ApprovalRequest {
   /** Approvals needed (n of m). Default 1; above 1 only with named `approvers`. */
   quorum?: number;
   timeout?: Duration;
-  /** At the deadline: reject, approve, or resume with a default value. Without it the step times out. */
-  onTimeout?: "reject" | "approve" | { default: unknown };
+  /**
+   * At the deadline: reject, approve, resume with a value (`{resume}`, or the older
+   * `{default}`), fail the step, or `escalate` once (needs `escalate`; the deadline moves on
+   * by its `after`, or by `timeout` again). Without it the step times out.
+   */
+  onTimeout?: "reject" | "approve" | "fail" | "escalate" | { default: unknown } | { resume: unknown };
   title?: string;
   description?: string;
   /**
@@ -64,13 +69,23 @@ export interface ApprovalRequest {
   allowShared?: boolean;
   /** Let the task's requester (its `user_id`) decide; refused with 403 `SELF_APPROVAL` otherwise. Default false. */
   allowSelfApproval?: boolean;
+  /**
+   * Where to reach people, told once the links exist: `{channel: "email", to?}`, `{channel:
+   * "slack", webhook_url | channel_id}`, `{channel: "wecom", webhook_url}`, `{channel:
+   * "webhook", url}`, or the name of a channel configured under `notifiers`. Each named
+   * approver gets a message with their own links.
+   */
+  notify?: NotifyEntry[];
+  /** Remind the approvers who have not decided, on the same channels, this long after the request. */
+  remindAfter?: Duration;
+  /** After `after`, add `to` as approvers and tell them (on `notify`, default the step's). */
+  escalate?: { after?: Duration; to: string[]; notify?: NotifyEntry[] };
 }
 
 export interface ApprovalOptions extends ApprovalRequest {
-  /** Emit a `step.reminder` task event this long after the request, if still undecided. */
-  remindAfter?: Duration;
-  /** Emit a `step.escalated` task event naming `escalateTo` this long after the request. */
+  /** The older spelling of `escalate.after`: emit `step.escalated` (and escalate) this long after the request. */
   escalateAfter?: Duration;
+  /** The older spelling of `escalate.to`. */
   escalateTo?: string[];
 }
 

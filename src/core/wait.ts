@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { ErrorCode, ErrorInfo } from "./errors.ts";
+import type { NotifyEntry } from "./notification.ts";
 import type { StepRow } from "./step.ts";
 import type { TaskRow } from "./task.ts";
 import { type NewWorkItem, timer } from "./work-item.ts";
@@ -35,7 +36,19 @@ export interface CallbackWait extends WaitBase {
   verifySource: string | null;
 }
 
-export type OnTimeout = "reject" | "approve" | { default: unknown };
+/**
+ * At an approval's deadline: decide it (`approve`, `reject`), resume with a value (`{default}`,
+ * or `{resume}`, the same), fail the step (`fail`), or escalate once (`escalate`: the
+ * escalation's approvers are added and notified, and the deadline moves on by the escalation's
+ * delay; at that deadline the step times out). Absent: the step times out.
+ */
+export type OnTimeout =
+  | "reject"
+  | "approve"
+  | "fail"
+  | "escalate"
+  | { default: unknown }
+  | { resume: unknown };
 
 export interface ApprovalConfig {
   approvers: string[];
@@ -55,6 +68,14 @@ export interface ApprovalConfig {
   allowShared?: boolean;
   /** The task's requester (its `user_id`) may decide; refused with `SELF_APPROVAL` otherwise. */
   allowSelfApproval?: boolean;
+  /** Where people are told (src/core/notification.ts); absent or empty: nobody is sent anything. */
+  notify?: NotifyEntry[];
+  /** The channels the escalation's approvers are told on; absent: `notify`'s. */
+  escalateNotify?: NotifyEntry[] | null;
+  /** Set once the escalation has happened, so it happens once. */
+  escalated?: boolean;
+  /** The original wait, by which an `escalate` timeout moves the deadline when no delay is given. */
+  timeoutMs?: number | null;
 }
 
 export interface ApprovalWait extends WaitBase {
@@ -178,13 +199,24 @@ export function approvalOutcome(
 
 /** What an approval resolves to when its deadline passes, or null to time the step out. */
 export function approvalOnTimeout(onTimeout: OnTimeout | null): { output: unknown } | null {
-  if (onTimeout === null) return null;
+  if (onTimeout === null || onTimeout === "fail" || onTimeout === "escalate") return null;
   if (onTimeout === "reject")
     return { output: { approved: false, by: null, comment: "no decision before the deadline" } };
   if (onTimeout === "approve")
     return { output: { approved: true, by: null, comment: "approved by default at the deadline" } };
-  return { output: onTimeout.default };
+  return { output: "resume" in onTimeout ? onTimeout.resume : onTimeout.default };
 }
+
+/** Whether `v` is an `onTimeout` policy, read defensively (graph input, stored configs). */
+export function isOnTimeout(v: unknown): v is OnTimeout {
+  if (v === "reject" || v === "approve" || v === "fail" || v === "escalate") return true;
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return false;
+  const keys = Object.keys(v);
+  return keys.length === 1 && (keys[0] === "default" || keys[0] === "resume");
+}
+
+export const ON_TIMEOUT_HINT =
+  '"approve", "reject", "fail", "escalate", {"resume": <value>} or {"default": <value>}';
 
 /** What a callback or approval answered: accepted, or why not (mapped to 409/410 by the API). */
 export type WaitAnswer =
@@ -251,10 +283,11 @@ export interface CallbackDelivery {
 /** One approver's stored decision on an approval step. */
 /**
  * How a decision came: `link`, a named approver's own link; `shared`, a link naming nobody (an
- * approval without named approvers, or one that allows a shared link); `api`, an API key.
+ * approval without named approvers, or one that allows a shared link); `api`, an API key;
+ * `slack`, a button of a Slack message, clicked by the Slack user mapped to the approver.
  * Null on decisions stored before channels were kept.
  */
-export type DecisionChannel = "link" | "shared" | "api";
+export type DecisionChannel = "link" | "shared" | "api" | "slack";
 
 export interface ApprovalDecisionRow {
   approver: string;
@@ -483,7 +516,7 @@ export function reminderEvent(
 
 /** How a waiting step ends at its deadline. */
 export interface TimeoutEnd {
-  status: "succeeded" | "timed_out";
+  status: "succeeded" | "timed_out" | "failed";
   fields: { output?: unknown; error?: ErrorInfo };
 }
 
@@ -502,8 +535,20 @@ export function timeoutEnd(step: StepRow): TimeoutEnd | null {
     case "wait_event":
       return { status: "succeeded", fields: { output: null } };
     case "approval": {
-      const policy = approvalOnTimeout((step.config as ApprovalConfig).onTimeout);
+      const onTimeout = (step.config as ApprovalConfig).onTimeout;
+      const policy = approvalOnTimeout(onTimeout);
       if (policy) return { status: "succeeded", fields: { output: policy.output } };
+      if (onTimeout === "fail") {
+        return {
+          status: "failed",
+          fields: {
+            error: {
+              code: "STEP_TIMED_OUT",
+              message: `Approval "${step.stepId}" had no decision before its deadline, and its onTimeout is "fail".`,
+            },
+          },
+        };
+      }
       return timedOut("STEP_TIMED_OUT", `Approval "${step.stepId}" had no decision before its deadline.`);
     }
     case "callback":

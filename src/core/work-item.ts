@@ -11,6 +11,7 @@ export interface WorkPayloads {
   poll: { jobId: string; attempt: number };
   maintenance: Record<string, never>;
   deliver: { deliveryId: string };
+  notify: { notificationId: string };
 }
 
 /** The kinds of work the queue holds; each has one use case the worker calls. */
@@ -26,6 +27,7 @@ const kindSet: Record<WorkKind, true> = {
   poll: true,
   maintenance: true,
   deliver: true,
+  notify: true,
 };
 /** Every kind of work, as a list (the queue metrics name each, at zero too). */
 export const workKinds = Object.keys(kindSet) as readonly WorkKind[];
@@ -124,6 +126,7 @@ const payloadFields: { [K in WorkKind]: Record<string, Field> } = {
   poll: { jobId: "string" },
   maintenance: {},
   deliver: { deliveryId: "string" },
+  notify: { notificationId: "string" },
 };
 
 /**
@@ -179,6 +182,7 @@ export const defaultMaxAttempts: Record<WorkKind, number> = {
   maintenance: 5,
   // The outbound retry schedule decides when a delivery is dead; this only bounds runaways.
   deliver: 100,
+  notify: 100,
 };
 
 /**
@@ -233,6 +237,15 @@ export const deliverItem = (tenantId: string, deliveryId: string, runAt: number)
   tenantId,
   payload: { deliveryId },
   dedupeKey: `deliver:${deliveryId}`,
+  runAt,
+});
+
+/** One attempt of an approval's message (src/notify); its retry schedule is the outbound one. */
+export const notifyItem = (tenantId: string, notificationId: string, runAt: number): NewWorkItem => ({
+  kind: "notify",
+  tenantId,
+  payload: { notificationId },
+  dedupeKey: `notify:${notificationId}`,
   runAt,
 });
 

@@ -5,6 +5,7 @@ import type { TaskFiles } from "../core/file-refs.ts";
 import type { Registry } from "../core/registry.ts";
 import type { TaskType } from "../core/task-type.ts";
 import type { Metrics } from "../metrics/metrics.ts";
+import type { NotifySettings } from "../notify/settings.ts";
 import type { OutboundSettings } from "../outbound/settings.ts";
 import type { Provider } from "../providers/provider.ts";
 import type {
@@ -13,6 +14,7 @@ import type {
   FileStore,
   InboxStore,
   JobStore,
+  NotificationStore,
   OutboundStore,
   QueueStore,
   TaskStore,
@@ -23,6 +25,7 @@ import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 
 /** The store roles the worker uses: no tenants, event log or meta. */
 export type EngineStore = TaskStore &
+  NotificationStore &
   AdvanceStore &
   JobStore &
   InboxStore &
@@ -70,6 +73,8 @@ export interface EngineDeps {
   signalRetentionMs: number;
   /** How outbound webhooks are sent: retry schedule, SSRF policy, attempt timeout. */
   outbound: OutboundSettings;
+  /** How approvals' messages are sent: the mail server, Slack, webhook secret, named notifiers. */
+  notify: NotifySettings;
   random?: () => number;
   /** The `ctx.files` of a tenant's tasks (files streamed from the blob store); absent: none. */
   taskFiles?: (tenantId: string) => TaskFiles;

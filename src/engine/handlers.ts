@@ -9,6 +9,7 @@ import { dispatchJob } from "../usecases/dispatch-job.ts";
 import { fireReminder, fireTimeout } from "../usecases/fire-timer.ts";
 import { pollJob } from "../usecases/poll-job.ts";
 import { runMaintenance } from "../usecases/run-maintenance.ts";
+import { sendNotification } from "../usecases/send-notification.ts";
 import type { EngineDeps } from "./deps.ts";
 
 type Handlers = { [K in WorkKind]: (d: EngineDeps, item: WorkItemOf<K>, lease: Lease) => Promise<void> };
@@ -150,6 +151,17 @@ export const handlers: Handlers = {
         "outbound webhook delivery dead",
       );
     }
+  },
+
+  async notify(d, item, lease) {
+    const { notificationId } = item.payload;
+    const r = await sendNotification(d, { notificationId, lease });
+    if (r.kind !== "attempted") return;
+    const { result } = r;
+    if (result.outcome === "sent" || result.outcome === "skipped") return;
+    const line = { notificationId, channel: r.channel, outcome: result.outcome, code: result.error.code };
+    if (result.outcome === "retry") d.log.info(line, "approval message attempt failed");
+    else d.log.warn({ ...line, message: result.error.message }, "approval message not sent");
   },
 };
 

@@ -1,6 +1,8 @@
 import { type Duration, MAX_DURATION_MS, parseDuration } from "../core/duration.ts";
 import { LonghaulError } from "../core/errors.ts";
+import { emailToProblem, notifyProblem } from "../core/notification.ts";
 import type { ApprovalRequest } from "../core/task-type.ts";
+import { isOnTimeout, ON_TIMEOUT_HINT } from "../core/wait.ts";
 
 /** The kinds of node a graph can hold; each is one step of the same name. */
 export const nodeKinds = ["job", "callback", "approval", "sleep"] as const;
@@ -46,6 +48,9 @@ export const withFields: Readonly<Record<NodeKind, readonly string[]>> = {
     "show",
     "allowShared",
     "allowSelfApproval",
+    "notify",
+    "remindAfter",
+    "escalate",
   ],
   sleep: ["duration"],
 };
@@ -151,13 +156,41 @@ function check(kind: NodeKind, w: Record<string, unknown>, who: string, template
         fail("show", `is ${show(fields)}; it must be a list of input field names`);
       }
       const onTimeout = get("onTimeout");
-      if (
-        onTimeout !== undefined &&
-        onTimeout !== "reject" &&
-        onTimeout !== "approve" &&
-        !isDefaultPolicy(onTimeout)
-      ) {
-        fail("onTimeout", `is ${show(onTimeout)}; it must be "reject", "approve" or {"default": <value>}`);
+      if (onTimeout !== undefined && !isOnTimeout(onTimeout)) {
+        fail("onTimeout", `is ${show(onTimeout)}; it must be ${ON_TIMEOUT_HINT}`);
+      }
+      duration("remindAfter");
+      const notify = get("notify");
+      // Names of configured notifiers are looked up at submit (`graphNotifyProblem`), where the config is known.
+      const notifyWrong =
+        notifyProblem(notify, "with.notify", null) ??
+        emailToProblem(notify, "with.notify", Array.isArray(approvers) ? (approvers as string[]) : []);
+      if (notifyWrong !== null) throw new LonghaulError("VALIDATION_FAILED", `${who}: ${notifyWrong}.`);
+      const escalate = get("escalate");
+      if (escalate !== undefined) {
+        if (typeof escalate !== "object" || escalate === null || Array.isArray(escalate)) {
+          fail(
+            "escalate",
+            `is ${show(escalate)}; it must be {"after": <duration>, "to": [approvers], "notify"?: [...]}`,
+          );
+        }
+        const e = escalate as Record<string, unknown>;
+        const extra = Object.keys(e).find((k) => !["after", "to", "notify"].includes(k));
+        if (extra !== undefined)
+          fail(`escalate.${extra}`, "is not a field of escalate; its fields are after, to, notify");
+        if (!Array.isArray(e.to) || !e.to.every((a) => typeof a === "string" && a.length > 0)) {
+          fail("escalate.to", `is ${show(e.to)}; it must be a list of non-empty approver names`);
+        }
+        if (e.after !== undefined) {
+          const ms = parseDuration(e.after);
+          if (ms === null || ms > MAX_DURATION_MS)
+            fail("escalate.after", `is ${show(e.after)}; ${DURATION_HINT}`);
+        }
+        const p = notifyProblem(e.notify, "with.escalate.notify", null);
+        if (p !== null) throw new LonghaulError("VALIDATION_FAILED", `${who}: ${p}.`);
+      }
+      if (onTimeout === "escalate" && escalate === undefined && w.escalate === undefined) {
+        fail("onTimeout", 'is "escalate" but with.escalate names nobody to escalate to');
       }
       for (const flag of ["allowShared", "allowSelfApproval"]) {
         const v = get(flag);
@@ -167,16 +200,6 @@ function check(kind: NodeKind, w: Record<string, unknown>, who: string, template
     }
   }
   return { kind, with: withoutUndefined(w) } as NodeCall;
-}
-
-function isDefaultPolicy(v: unknown): boolean {
-  return (
-    typeof v === "object" &&
-    v !== null &&
-    !Array.isArray(v) &&
-    Object.keys(v).length === 1 &&
-    Object.hasOwn(v, "default")
-  );
 }
 
 // A whole-value template that resolved to a missing path leaves `undefined`: treat it as absent.

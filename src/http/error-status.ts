@@ -117,6 +117,12 @@ export const errorStatus: Readonly<Record<ErrorCode, number>> = {
   PAYLOAD_NOT_FOUND: 404,
   /** A value kept in the blob store is missing there, or its bytes do not match the reference's SHA-256. */
   PAYLOAD_UNREADABLE: 500,
+  NOTIFICATION_NOT_FOUND: 404,
+  NOTIFICATION_NOT_REPLAYABLE: 409,
+  /** A message of an approval could not be sent (a mail server's refusal, a chat API's error): on the notification. */
+  NOTIFY_FAILED: 502,
+  /** A Slack button for one approver clicked by another person, or by a Slack user mapped to nobody. */
+  APPROVER_MISMATCH: 403,
 };
 
 /** The HTTP status of an error: its code's, or 500 for anything that is not a LonghaulError. */

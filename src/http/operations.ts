@@ -34,6 +34,11 @@ export const operations: Readonly<Record<string, { id: string; tag: string }>> =
   "GET /v1/tasks/{id}/steps/{step}/output": { id: "getStepOutput", tag: "Tasks" },
   "POST /v1/tasks/{id}/cancel": { id: "cancelTask", tag: "Tasks" },
   "POST /v1/tasks/{id}/approvals/{step_id}": { id: "decideApprovalWithKey", tag: "Approvals" },
+  "POST /v1/tasks/{id}/notifications/{notification_id}/replay": {
+    id: "replayNotification",
+    tag: "Approvals",
+  },
+  "POST /v1/slack/interactions": { id: "slackInteraction", tag: "Approvals" },
   "GET /v1/tasks/{id}/timeline": { id: "getTaskTimeline", tag: "Tasks" },
   "GET /v1/task-types": { id: "listTaskTypes", tag: "Tasks" },
   "GET /v1/stats/tasks": { id: "getTaskStats", tag: "Usage" },

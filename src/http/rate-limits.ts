@@ -139,6 +139,8 @@ function publicKind(url: string | undefined): Kind | null {
   if (url === "/hooks/:source") return "hooks";
   if (url?.startsWith("/v1/callbacks/")) return "callbacks";
   if (url?.startsWith("/v1/approvals/")) return "approvals";
+  // A Slack button click decides an approval as a link does, so it shares the links' limit.
+  if (url === "/v1/slack/interactions") return "approvals";
   return null;
 }
 

@@ -13,6 +13,7 @@ import type { Registry } from "../core/registry.ts";
 import type { TaskType } from "../core/task-type.ts";
 import type { Source } from "../ingress/sources.ts";
 import type { Metrics } from "../metrics/metrics.ts";
+import { type NotifySettings, notifyContext } from "../notify/settings.ts";
 import type { OutboundSettings } from "../outbound/settings.ts";
 import type { Store } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
@@ -35,6 +36,7 @@ import { hookIngress } from "./hook-ingress.ts";
 import { hooksRoutes } from "./hooks-routes.ts";
 import { REDACTED, redactPaths, safeSerializers } from "./log-redaction.ts";
 import { metricsAuth } from "./metrics-auth.ts";
+import { notificationsRoutes } from "./notifications-routes.ts";
 import { openapiDocs, operation } from "./openapi.ts";
 import { payloadsRoutes } from "./payloads-routes.ts";
 import { hookWindows, installRateLimits } from "./rate-limits.ts";
@@ -42,6 +44,7 @@ import { referencePageHeaders, renderReferencePage } from "./reference-page.ts";
 import { REQUEST_ID_HEADER, requestIdFor } from "./request-id.ts";
 import { lazySerializers } from "./serializers.ts";
 import { signalsRoutes } from "./signals-routes.ts";
+import { slackRoutes } from "./slack-routes.ts";
 import { statsRoutes } from "./stats-routes.ts";
 import { taskTypesRoutes } from "./task-types-routes.ts";
 import { tasksRoutes } from "./tasks-routes.ts";
@@ -62,6 +65,8 @@ export interface ServerDeps {
   urls: CapabilityUrls;
   /** The SSRF policy that webhook endpoint URLs are checked against when they are registered. */
   outbound: OutboundSettings;
+  /** Approvals' channels: checked at submit, and Slack's button clicks verified with its signing secrets. */
+  notify?: NotifySettings | undefined;
   realtime?: EventStreamsOptions | undefined;
   dashboard?: DashboardOptions | undefined;
   timeouts?: { headersMs?: number; requestMs?: number } | undefined;
@@ -296,6 +301,7 @@ export function buildServer(d: ServerDeps): FastifyInstance {
   hooksRoutes(app, d.store, d.sources, d.clock, d.metrics);
   callbacksRoutes(app, d);
   approvalsRoutes(app, d);
+  slackRoutes(app, d);
   dashboardRoutes(app, d.dashboard);
 
   app.register(async (admin) => {
@@ -317,9 +323,11 @@ export function buildServer(d: ServerDeps): FastifyInstance {
       ...(d.blobs ? { payloads: payloadSettings(d.blobs, limits) } : {}),
       // Only the submit takes bodies past the API's 1 MiB: its input may go to the blob store.
       submitMaxBytes: limits.submit_max_bytes === 0 ? Number.MAX_SAFE_INTEGER : limits.submit_max_bytes,
+      ...(d.notify ? { notify: notifyContext(d.notify) } : {}),
     });
     payloadsRoutes(api, { store: d.store, blobs: d.blobs });
     decisionsRoutes(api, d.store);
+    notificationsRoutes(api, d.store);
     timelineRoutes(api, d.store);
     taskTypesRoutes(api, d.taskTypes);
     statsRoutes(api, d);

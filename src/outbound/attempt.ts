@@ -124,15 +124,31 @@ function next(
   error: ErrorInfo,
 ): DeliveryAttemptResult {
   const made = input.delivery.roundAttempts + 1;
-  const slot = settings.retryScheduleMs[made];
-  if (slot === undefined) {
+  const at = nextAttemptAt(made, settings, opts, retryAfterMs);
+  if (at === null) {
     return {
       outcome: "dead",
       status,
       error: { ...error, message: `${error.message} (gave up after ${made} attempts; replay it when fixed)` },
     };
   }
+  return { outcome: "retry", status, error, nextAttemptAt: at };
+}
+
+/**
+ * When the attempt after `made` failed ones goes out on the schedule (jittered, never before
+ * a `Retry-After`), or null after its last slot. Shared by webhook deliveries and approval
+ * messages (src/notify), so both retry alike.
+ */
+export function nextAttemptAt(
+  made: number,
+  settings: Pick<OutboundSettings, "retryScheduleMs">,
+  opts: { now: () => number; random: () => number },
+  retryAfterMs: number | null,
+): number | null {
+  const slot = settings.retryScheduleMs[made];
+  if (slot === undefined) return null;
   const jittered = slot * (1 - JITTER + 2 * JITTER * opts.random());
   const delay = Math.max(jittered, Math.min(retryAfterMs ?? 0, MAX_RETRY_AFTER_MS));
-  return { outcome: "retry", status, error, nextAttemptAt: opts.now() + Math.round(delay) };
+  return opts.now() + Math.round(delay);
 }

@@ -3,6 +3,7 @@ import type { DeliveryAttemptResult, DeliveryState } from "../core/delivery.ts";
 import type { ErrorInfo } from "../core/errors.ts";
 import type { FileRow, NewFile } from "../core/file.ts";
 import type { JobRow, JobStatus } from "../core/job.ts";
+import type { NotificationState, NotifyEntry, NotifyReason } from "../core/notification.ts";
 import type { ProviderEvent } from "../core/provider-event.ts";
 import type { Quotas, TenantRow } from "../core/quota.ts";
 import type { AdvanceResult, RunOutcome } from "../core/replay.ts";
@@ -389,8 +390,52 @@ export interface MetaStore {
  * lease has passed to another worker, so a worker that stalled past its lease cannot
  * overwrite its successor's work (ARCHITECTURE §3.4).
  */
+/** An approval's messages (src/notify): read to send, each attempt recorded, a dead one replayed. */
+export interface NotificationStore {
+  notification(id: string): Promise<NotificationRow | null>;
+  /** A task's notifications, oldest first; the caller scopes the task to its tenant. */
+  notificationsOf(taskId: string): Promise<NotificationRow[]>;
+  /** Records an attempt and retries or completes its work item in one transaction; emits `notification.*`. */
+  recordNotificationAttempt(lease: Lease, id: string, r: NotificationAttemptResult): Promise<void>;
+  /** A dead notification sent again. NOTIFICATION_NOT_FOUND, NOTIFICATION_NOT_REPLAYABLE. */
+  replayNotification(tenantId: string, taskId: string, id: string): Promise<NotificationRow>;
+}
+
+export interface NotificationRow {
+  id: string;
+  tenantId: string;
+  taskId: string;
+  stepId: string;
+  /** The step attempt whose links the message carries. */
+  stepAttempt: number;
+  /** Null: the step's own links. */
+  approver: string | null;
+  target: NotifyEntry;
+  channel: string;
+  reason: NotifyReason;
+  state: NotificationState;
+  attempts: number;
+  roundAttempts: number;
+  lastError: ErrorInfo | null;
+  nextAttemptAt: number | null;
+  sentAt: number | null;
+  createdAt: number;
+}
+
+/**
+ * What one attempt of a message came to: `sent`; `retry` at `nextAttemptAt`; `dead` after the
+ * schedule's last slot; `failed` when no retry can help (a malformed address, a refused
+ * target); `skipped` when its approval ended before it went.
+ */
+export type NotificationAttemptResult =
+  | { outcome: "sent" }
+  | { outcome: "skipped" }
+  | { outcome: "retry"; error: ErrorInfo; nextAttemptAt: number }
+  | { outcome: "dead" | "failed"; error: ErrorInfo };
+
 export interface Store
   extends TenantStore,
+    NotificationStore,
     TaskStore,
     AdvanceStore,
     JobStore,

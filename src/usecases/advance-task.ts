@@ -7,6 +7,7 @@ import type { StoredStep } from "../core/step.ts";
 import type { LogLine } from "../core/task-log.ts";
 import type { TaskType } from "../core/task-type.ts";
 import type { WaitRequest } from "../core/wait.ts";
+import { type NotifySettings, notifyContext } from "../notify/settings.ts";
 import type { AdvanceStore, ArtifactStore, Lease, QueueStore, WaitStore } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 import { loadPayload, type PayloadBlobs, storePayload } from "./payloads.ts";
@@ -56,6 +57,8 @@ export async function advanceTask(
     pollAfterMs: number;
     defaultWaitMs: number;
     defaultTimeoutMs: number;
+    /** The deployment's notifiers, for `step.approval`'s `notify`; absent: none. */
+    notify?: NotifySettings;
     random?: (() => number) | undefined;
     onLog?: (line: LogLine, who: TaskLogSubject) => void;
     /** The `ctx.files` of a tenant's tasks; absent: tasks have none. */
@@ -181,6 +184,7 @@ export async function advanceTask(
       strictOrder: type.strictOrder ?? true,
       defaultWaitMs: d.defaultWaitMs,
       defaultTimeoutMs: d.defaultTimeoutMs,
+      ...(d.notify ? { notify: notifyContext(d.notify) } : {}),
       clock: d.clock,
       ...(d.random ? { random: d.random } : {}),
     });

@@ -1,7 +1,9 @@
 import { LonghaulError } from "../core/errors.ts";
 import type { UrlPolicy } from "../core/file-refs.ts";
 import { describeThrown } from "../core/json-input.ts";
+import type { NotifyContext } from "../core/notification.ts";
 import type { TaskType } from "../core/task-type.ts";
+import { graphNotifyProblem } from "../graph/graph-notify.ts";
 import type { FileStore, TaskRow, TaskStore } from "../store/store.ts";
 import { checkInputRefs } from "./check-input-refs.ts";
 import { type PayloadBlobs, storePayload } from "./payloads.ts";
@@ -41,6 +43,8 @@ export async function submitTask(
     urlPolicy?: UrlPolicy;
     /** Where an input longer than `limits.inline_max_bytes` is kept (ARCHITECTURE §4.10). */
     payloads?: PayloadBlobs;
+    /** The deployment's notifiers: a graph's approval channels are checked against them. */
+    notify?: NotifyContext;
   },
   s: SubmitTaskInput,
 ): Promise<{ task: TaskRow; created: boolean }> {
@@ -67,6 +71,11 @@ export async function submitTask(
         `Input for ${s.type} is not valid: ${err instanceof Error ? err.message : describeThrown(err)}`,
       );
     }
+  }
+  if (d.notify && s.type === "graph") {
+    const problem = graphNotifyProblem(input, d.notify);
+    if (problem !== null)
+      throw new LonghaulError("VALIDATION_FAILED", `Input for graph is not valid: ${problem}.`);
   }
   if (d.files) {
     await checkInputRefs(

@@ -75,6 +75,28 @@ export const ApprovalLink = Type.Object({
   approval_url: Type.String(),
   approve_url: Type.String(),
   reject_url: Type.String(),
+  /** Once this approver decided: when, as whom (`by`), how (`channel`), and the comment. */
+  decided_at: Type.Optional(Timestamp),
+  by: Type.Optional(Type.String()),
+  channel: Type.Optional(Type.Enum(["link", "shared", "api", "slack"])),
+  comment: Type.Optional(Nullable(Type.String())),
+});
+
+/**
+ * A message an approval owes (src/notify): one per channel and approver, for the request, a
+ * reminder or the escalation. `to` is where it goes as far as the stored step tells (an
+ * address, the approver, or a configured notifier's name); never a secret.
+ */
+export const Notification = Type.Object({
+  id: Type.String(),
+  channel: Type.String(),
+  to: Nullable(Type.String()),
+  approver: Nullable(Type.String()),
+  reason: Type.Enum(["request", "reminder", "escalation"]),
+  status: Type.Enum(["pending", "sent", "failed", "dead", "skipped"]),
+  attempts: Type.Integer(),
+  last_error: Type.Optional(ErrorInfo),
+  sent_at: Type.Optional(Timestamp),
 });
 
 /**
@@ -88,8 +110,8 @@ export const Decision = Type.Object({
   decision: Type.Enum(["approve", "reject"]),
   comment: Nullable(Type.String()),
   decided_at: Timestamp,
-  /** `link` (a named approver's own link), `shared` (a link naming nobody) or `api` (an API key). */
-  channel: Type.Optional(Type.Enum(["link", "shared", "api"])),
+  /** `link` (a named approver's own link), `shared` (a link naming nobody), `api` (an API key) or `slack` (a button). */
+  channel: Type.Optional(Type.Enum(["link", "shared", "api", "slack"])),
   /** The API key a decision through the API was made with, and the user it said acted. */
   key_id: Type.Optional(Type.String()),
   user_id: Type.Optional(Type.String()),
@@ -115,6 +137,8 @@ export const Step = Type.Object({
   approvals: Type.Optional(Type.Array(ApprovalLink)),
   quorum: Type.Optional(Type.Integer()),
   decisions: Type.Optional(Type.Array(Decision)),
+  /** An approval's messages: each channel's and approver's request, reminder, escalation. */
+  notifications: Type.Optional(Type.Array(Notification)),
   /** What a waiting `wait_event` step matches. */
   match: Type.Optional(Json),
   /** A result that came after the step's deadline: kept, not applied. */

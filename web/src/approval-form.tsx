@@ -146,7 +146,9 @@ export function Decisions({ step }: { step: Step }) {
       {step.decisions.map((d) => (
         <li key={`${d.approver}:${d.claimed_by ?? ""}`}>
           <DecidedBy d={d} /> {d.decision === "approve" ? "approved" : "rejected"}
-          {d.comment ? <> — “{d.comment}”</> : null}{" "}
+          {d.comment ? <> — “{d.comment}”</> : null}
+          {d.channel ? <span class="muted"> · via {d.channel}</span> : null}
+          {d.user_id ? <span class="muted"> · user {d.user_id}</span> : null}{" "}
           <span class="muted">
             · <When at={d.decided_at} relative={false} />
           </span>

@@ -6,6 +6,7 @@ import { bytes, label, plural } from "./format.ts";
 import { graphNodes } from "./graph-layout.ts";
 import { GraphView } from "./graph-view.tsx";
 import { useLive } from "./live.ts";
+import { Notifications } from "./notifications.tsx";
 import { href } from "./router.ts";
 import type { TenantSession } from "./session.ts";
 import { StepsTable } from "./steps-table.tsx";
@@ -90,6 +91,11 @@ export function TaskDetailView({ session, id }: { session: TenantSession; id: st
   const nodes = task.type === "graph" ? graphNodes(task.input) : null;
   const tokens = task.jobs.reduce((n, j) => n + (j.usage?.total_tokens ?? 0), 0);
   const waitingApprovals = task.steps.filter((s) => s.kind === "approval" && s.status === "waiting");
+  // An ended approval keeps its audit: who decided, how, and where its messages went.
+  const endedApprovals = task.steps.filter(
+    (s) =>
+      s.kind === "approval" && s.status !== "waiting" && (s.decisions?.length || s.notifications?.length),
+  );
   const waitingCallbacks = task.steps.filter((s) => s.kind === "callback" && s.status === "waiting");
   const failedSteps = task.steps.filter((s) => s.error && s.status !== "succeeded");
 
@@ -155,6 +161,16 @@ export function TaskDetailView({ session, id }: { session: TenantSession; id: st
           </h2>
           <Decisions step={s} />
           <ApprovalForm step={s} onDecided={() => void load()} />
+          <Notifications step={s} />
+        </div>
+      ))}
+      {endedApprovals.map((s) => (
+        <div class="card" key={s.id}>
+          <h2>
+            Approval: <span class="mono">{s.id}</span> {label(s.status)}
+          </h2>
+          <Decisions step={s} />
+          <Notifications step={s} />
         </div>
       ))}
       {waitingCallbacks.map((s) => (

@@ -22,7 +22,7 @@ import {
   type WaitRequest,
   waitSetup,
 } from "../../core/wait.ts";
-import { advanceItem, cancelJobItem, dispatchItem, timerKeys } from "../../core/work-item.ts";
+import { advanceItem, cancelJobItem, dispatchItem, timer, timerKeys } from "../../core/work-item.ts";
 import { json, parseJson } from "../json.ts";
 import {
   type ApprovalDecisionDbRow,
@@ -45,6 +45,7 @@ import type {
   TaskRow,
 } from "../store.ts";
 import { wakeAwaitingRoom } from "./admission-ops.ts";
+import { oweMessages, undecided } from "./notification-ops.ts";
 import { assertLease, removeItem } from "./queue-ops.ts";
 import { lockTask, taskRow } from "./task-ops.ts";
 import { wakeParked } from "./tenant-ops.ts";
@@ -173,6 +174,17 @@ export async function registerWait(
   );
   await tx.enqueue([...items, ...setup.timers]);
   tx.emit(task.tenantId, taskId, "step.waiting", setup.event);
+  if (w.kind === "approval" && w.approval.notify?.length) {
+    // ARCHITECTURE §4.4: the messages are owed with the wait, so the links they carry work at once.
+    await oweMessages(
+      tx,
+      task,
+      { stepId: w.stepId, attempts: 1 },
+      w.approval.notify,
+      w.approval.approvers,
+      "request",
+    );
+  }
   if (w.kind === "wait_event") {
     // ARCHITECTURE §3.5: a signal that came after the task was created, but before this wait, counts.
     const earlier = await tx.all<SignalDbRow>(
@@ -411,8 +423,45 @@ export async function fireReminder(
   const task = await lockTask(tx, taskId);
   const step = await stepRow(tx, taskId, stepId);
   if (!task || !step || !waitGuard.includes(step.status) || isTerminalTask(task.status)) return false;
+  if (type === "escalation") return escalate(tx, task, step);
   const event = reminderEvent(step, type);
   tx.emit(task.tenantId, taskId, event.type, event.data);
+  const config = step.config as ApprovalConfig;
+  if (config.notify?.length) {
+    const named = config.approvers.length > 0;
+    const to = named ? await undecided(tx, taskId, stepId, config.approvers) : [];
+    if (!named || to.length > 0) await oweMessages(tx, task, step, config.notify, to, "reminder");
+  }
+  return true;
+}
+
+/**
+ * An approval's escalation, once: its `escalateTo` become approvers (on an approval with named
+ * approvers; one without keeps its shared links) and are told on the escalation's channels.
+ * Emits `step.escalated`. The caller holds the task's lock.
+ */
+async function escalate(tx: Tx, task: TaskRow, step: StepRow): Promise<boolean> {
+  const config = step.config as ApprovalConfig;
+  if (config.escalated === true) return false;
+  const added = config.escalateTo.filter((a) => !config.approvers.includes(a));
+  const named = config.approvers.length > 0;
+  const next: ApprovalConfig = {
+    ...config,
+    escalated: true,
+    approvers: named ? [...config.approvers, ...added] : [],
+  };
+  await tx.run("UPDATE steps SET config = ?, updated_at = ? WHERE task_id = ? AND step_id = ?", [
+    json(next),
+    tx.clock.now(),
+    task.id,
+    step.stepId,
+  ]);
+  const event = reminderEvent(step, "escalation");
+  tx.emit(task.tenantId, task.id, event.type, event.data);
+  const channels = config.escalateNotify ?? config.notify ?? [];
+  if (channels.length > 0 && (added.length > 0 || !named)) {
+    await oweMessages(tx, task, step, channels, named ? added : [], "escalation");
+  }
   return true;
 }
 
@@ -428,6 +477,28 @@ export async function fireTimeout(tx: Tx, lease: Lease, taskId: string, stepId: 
   const step = await stepRow(tx, taskId, stepId);
   if (!task || !step || !waitGuard.includes(step.status)) return false;
   if (step.kind === "job" && step.jobId !== null) await timeOutJob(tx, task, step.jobId);
+  const config = step.config as ApprovalConfig | null;
+  if (step.kind === "approval" && config?.onTimeout === "escalate" && config.escalated !== true) {
+    // ARCHITECTURE §4.4: `escalate` at the deadline escalates once and waits on, by the
+    // escalation's delay (or the original wait again); the next deadline times the step out.
+    const more = config.escalateAfterMs ?? config.timeoutMs ?? 0;
+    const deadline = tx.clock.now() + more;
+    await tx.run("UPDATE steps SET deadline_at = ? WHERE task_id = ? AND step_id = ?", [
+      deadline,
+      taskId,
+      stepId,
+    ]);
+    await escalate(tx, task, step);
+    // Links already sent expire a day after the old deadline: who has not decided gets links
+    // minted for the new one.
+    const named = config.approvers.length > 0;
+    const to = named ? await undecided(tx, taskId, stepId, config.approvers) : [];
+    if (config.notify?.length && (!named || to.length > 0)) {
+      await oweMessages(tx, task, step, config.notify, to, "reminder");
+    }
+    await tx.enqueue([timer("timeout", task.tenantId, taskId, stepId, deadline)]);
+    return false;
+  }
   const end = timeoutEnd(step);
   return end ? endWait(tx, task, stepId, end.status, end.fields) : false;
 }

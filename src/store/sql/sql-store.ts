@@ -12,6 +12,7 @@ import * as files from "../ops/file-ops.ts";
 import * as inbox from "../ops/inbox-ops.ts";
 import * as jobs from "../ops/job-ops.ts";
 import * as meta from "../ops/meta-ops.ts";
+import * as notify from "../ops/notification-ops.ts";
 import * as outbound from "../ops/outbound-ops.ts";
 import * as queue from "../ops/queue-ops.ts";
 import * as refusals from "../ops/refusal-ops.ts";
@@ -34,6 +35,7 @@ import type {
   NewTask,
   NewWebhookEndpoint,
   NewWorkItem,
+  NotificationAttemptResult,
   ProviderBudget,
   Store,
   TaskQuery,
@@ -226,6 +228,20 @@ export abstract class SqlStore implements Store {
   }
   pruneSignals(before: number) {
     return this.run.write((tx) => waits.pruneSignals(tx, before));
+  }
+
+  // ── notifications ──
+  notification(id: string) {
+    return this.run.read((tx) => notify.notification(tx, id));
+  }
+  notificationsOf(taskId: string) {
+    return this.run.read((tx) => notify.notificationsOf(tx, taskId));
+  }
+  recordNotificationAttempt(lease: Lease, id: string, r: NotificationAttemptResult) {
+    return this.run.write((tx) => notify.recordNotificationAttempt(tx, lease, id, r));
+  }
+  replayNotification(tenantId: string, taskId: string, id: string) {
+    return this.run.write((tx) => notify.replayNotification(tx, tenantId, taskId, id));
   }
 
   // ── queue ──
