@@ -33,17 +33,19 @@ const NOT_RUN = { code: "batch_expired", message: "the batch ended without runni
 
 /**
  * Merges a batch's result files line by line into one item per request, in the order of
- * `order` (the custom_ids the batch sent). A request no file names is `expired`. The job's
+ * `order` (the custom_ids the batch sent). A request no file names is `expired`. With no
+ * `order` (a service that writes its answers in the order of the requests and does not say
+ * what they were), the items are the lines, in their order. The job's
  * usage is the items' sum. A line that is not JSON, that its reader refuses, that names a
  * custom_id the batch did not send or one already answered throws `PROVIDER_RESULT_INVALID`
  * naming the file and the line.
  */
 export async function mergeResults(
-  order: readonly string[],
+  order: readonly string[] | null,
   sources: readonly ResultSource[],
 ): Promise<{ items: ResultItem[]; usage: JobUsage }> {
   const answers = new Map<string, ResultItem | null>();
-  for (const id of order) answers.set(id, null);
+  for (const id of order ?? []) answers.set(id, null);
   for (const source of sources) {
     for await (const { line, n } of jsonlLines(source.bytes)) {
       const invalid = (why: string) =>
@@ -59,12 +61,18 @@ export async function mergeResults(
       const item = source.read(value);
       if (typeof item === "string") throw invalid(item);
       const known = answers.get(item.custom_id);
-      if (known === undefined) {
+      if (known === undefined && order !== null) {
         throw invalid(`names custom_id ${JSON.stringify(item.custom_id)}, which the batch did not send`);
       }
-      if (known !== null) throw invalid(`answers custom_id ${JSON.stringify(item.custom_id)} a second time`);
+      if (known !== null && known !== undefined) {
+        throw invalid(`answers custom_id ${JSON.stringify(item.custom_id)} a second time`);
+      }
       answers.set(item.custom_id, item);
     }
+  }
+  if (order === null) {
+    const items = [...answers.values()] as ResultItem[];
+    return { items, usage: usageSum(items) };
   }
   const items = order.map(
     (custom_id) => answers.get(custom_id) ?? { custom_id, status: "expired" as const, error: NOT_RUN },
