@@ -10,6 +10,7 @@ import type { ChaosOptions } from "../src/providers/sim/chaos.ts";
 import { simProvider } from "../src/providers/sim/sim-provider.ts";
 import { type Simulator, startSimulator } from "../src/providers/sim/simulator.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
+import type { Store } from "../src/store/store.ts";
 import { quietLog, tempDir } from "./helpers.ts";
 
 export const SIM_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -65,6 +66,11 @@ export async function startStack(
     random?: () => number;
     /** Where files' bytes live; default a directory in the stack's temporary directory. */
     blobs?: LonghaulOptions["blobs"];
+    /**
+     * Another store (PostgreSQL) in place of the SQLite file, not yet migrated. `stack.store`
+     * is still typed as SQLite: use only the `Store` interface on it.
+     */
+    store?: Store;
   } = {},
 ): Promise<Stack> {
   const tmp = tempDir();
@@ -72,7 +78,7 @@ export async function startStack(
     path: opts.dbPath ?? join(tmp.dir, "longhaul.db"),
     ...(opts.clock ? { clock: opts.clock } : {}),
   };
-  const store = new SqliteStore(storeOpts);
+  const store = (opts.store ?? new SqliteStore(storeOpts)) as SqliteStore;
   await store.migrate();
   const sim = await startSimulator({
     secret: SIM_SECRET,
