@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { FsBlobStore } from "../src/blobs/fs-blob-store.ts";
+import { openS3BlobStore } from "../src/blobs/index.ts";
 import { LonghaulError } from "../src/core/errors.ts";
 import { task } from "../src/index.ts";
 import { openaiProvider } from "../src/providers/openai/openai-provider.ts";
@@ -16,6 +17,7 @@ import {
 } from "./fixtures/openai-batch-standin.ts";
 import { jobRequests } from "./fixtures/provider-asserts.ts";
 import { blobTempsUnder, tempDir } from "./helpers.ts";
+import { startS3StandIn } from "./s3-stand-in.ts";
 import { SIM_SECRET, type Stack, startStack } from "./stack.ts";
 import { end, submit } from "./task-waits.ts";
 
@@ -261,5 +263,54 @@ describe("OpenAI batches from requests (a task over HTTP)", () => {
     assert.equal(t.status, "failed");
     assert.equal(t.error.code, "PROVIDER_RESULT_INVALID");
     assert.match(t.error.message, /line 1: names custom_id "nobody-sent-this"/);
+  });
+});
+
+describe("OpenAI batch result files in an S3 bucket", () => {
+  test("a download cut short is retried and the bucket holds only the whole file", async () => {
+    const tmp = tempDir("longhaul-s3-batch-");
+    const s3 = await startS3StandIn({ bucket: "results" });
+    const standin = await startBatchStandin({ apiKey: KEY, results: answers });
+    try {
+      const files = await openS3BlobStore({
+        bucket: "results",
+        prefix: "deploy-1/",
+        spoolDir: tmp.dir,
+        clientConfig: {
+          endpoint: s3.endpoint,
+          region: "us-east-1",
+          forcePathStyle: true,
+          credentials: { accessKeyId: "test", secretAccessKey: "test" },
+        },
+      });
+      const provider = openaiProvider({ apiKey: KEY, baseUrl: standin.baseUrl, timeoutMs: 5000 });
+      const job = jobRequests("review", "https://hooks.example.com/hooks/openai");
+      const created = await provider.create(
+        job({
+          kind: "batch",
+          endpoint: "/v1/responses",
+          requests: [request("s", "ok", 3), request("t", "fail")],
+        }),
+      );
+      standin.servings.push("cut");
+      const result = await provider.fetchResult!(created.jobId, { files });
+      assert.deepEqual(
+        (result.output as { items: { status: string }[] }).items.map((i) => i.status),
+        ["succeeded", "failed"],
+      );
+      const outputId = String(standin.batches.get(created.jobId)!.output_file_id);
+      const kept = s3.objects.get(`deploy-1/providers/openai/batches/${created.jobId}/output.jsonl`);
+      assert.deepEqual(kept?.body, standin.files.get(outputId));
+      assert.deepEqual(
+        [...s3.objects.keys()].sort(),
+        ["error", "input", "output"].map(
+          (f) => `deploy-1/providers/openai/batches/${created.jobId}/${f}.jsonl`,
+        ),
+      );
+    } finally {
+      await standin.close();
+      await s3.close();
+      tmp.cleanup();
+    }
   });
 });
