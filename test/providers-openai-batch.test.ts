@@ -7,10 +7,11 @@ import { openS3BlobStore } from "../src/blobs/index.ts";
 import { LonghaulError } from "../src/core/errors.ts";
 import { task } from "../src/index.ts";
 import { openaiProvider } from "../src/providers/openai/openai-provider.ts";
-import type { Provider } from "../src/providers/provider.ts";
+import { JobResultFailure, type Provider } from "../src/providers/provider.ts";
 import {
   type BatchLine,
   type BatchStandin,
+  expiredLine,
   failedLine,
   okLine,
   startBatchStandin,
@@ -44,8 +45,11 @@ function answers(lines: BatchLine[]): { output: string; error: string } {
     else if (how === "fail") error += failedLine(custom_id, 500, "the model is overloaded");
     else if (how === "bad") output += "this is not JSON\n";
     else if (how === "stranger") output += okLine("nobody-sent-this", { output_text: "?" });
+    else if (how === "late") error += expiredLine(custom_id);
   }
-  return { output, error };
+  // A batch with a request it could not run in time expires, keeping what it answered.
+  const late = lines.some((l) => l.body.how === "late");
+  return { output, error, ...(late ? { status: "expired" as const } : {}) };
 }
 
 const request = (custom_id: string, how: string, n = 1) => ({ custom_id, body: { how, n } });
@@ -190,6 +194,50 @@ describe("OpenAI batches from requests (adapter)", () => {
     ]);
   });
 
+  test("a batch built from requests that expired ends with its items, the unrun ones expired", async () => {
+    const created = await provider.create(
+      job({
+        kind: "batch",
+        endpoint: "/v1/responses",
+        requests: [request("e1", "ok", 1), request("e2", "late")],
+      }),
+    );
+    assert.equal((await provider.status!(created.jobId)).status, "succeeded");
+    const result = await provider.fetchResult!(created.jobId, { files });
+    assert.deepEqual(
+      (result.output as { items: { custom_id: string; status: string }[] }).items.map((i) => [
+        i.custom_id,
+        i.status,
+      ]),
+      [
+        ["e1", "succeeded"],
+        ["e2", "expired"],
+      ],
+    );
+  });
+
+  test("a batch of the input_file_id kind that expired is a failure, not a result", async () => {
+    const input = `${JSON.stringify({ custom_id: "f1", method: "POST", url: "/v1/responses", body: { how: "late" } })}\n`;
+    const form = new FormData();
+    form.append("purpose", "batch");
+    form.append("file", new Blob([input]), "in.jsonl");
+    const uploaded = await fetch(`${standin.baseUrl}/files`, {
+      method: "POST",
+      body: form,
+      headers: { authorization: `Bearer ${KEY}` },
+    });
+    const fileId = ((await uploaded.json()) as { id: string }).id;
+    const created = await provider.create(
+      job({ kind: "batch", endpoint: "/v1/responses", input_file_id: fileId }),
+    );
+    assert.equal((await provider.status!(created.jobId)).status, "failed");
+    await assert.rejects(provider.fetchResult!(created.jobId, { files }), (e: unknown) => {
+      assert.ok(e instanceof JobResultFailure, String(e));
+      assert.equal(e.failure.code, "expired");
+      return true;
+    });
+  });
+
   for (const [how, pattern] of [
     ["bad", /output file file-\d+, line 2: not JSON/],
     [
@@ -219,6 +267,16 @@ describe("OpenAI batches from requests (a task over HTTP)", () => {
     run: async (input: { requests: BatchLine[] }, { step }) =>
       step.batch("review", { provider: "oai", endpoint: "/v1/responses", requests: input.requests }),
   });
+  const resubmit = task({
+    id: "openai_batch_resubmit",
+    run: async (input: { requests: BatchLine[] }, { step }) =>
+      step.batch("review", {
+        provider: "oai",
+        endpoint: "/v1/responses",
+        requests: input.requests,
+        resubmit: { maxRounds: 1, on: ["expired"] },
+      }),
+  });
   before(async () => {
     standin = await startBatchStandin({
       apiKey: KEY,
@@ -227,7 +285,7 @@ describe("OpenAI batches from requests (a task over HTTP)", () => {
       secret: SIM_SECRET,
     });
     const oai = openaiProvider({ name: "oai", apiKey: KEY, baseUrl: standin.baseUrl, timeoutMs: 5000 });
-    stack = await startStack({ taskTypes: [review], providers: [oai] });
+    stack = await startStack({ taskTypes: [review, resubmit], providers: [oai] });
   });
   after(async () => {
     await stack.close();
@@ -245,6 +303,36 @@ describe("OpenAI batches from requests (a task over HTTP)", () => {
       ["succeeded", "failed"],
     );
     assert.deepEqual(t.jobs[0].usage, { prompt_tokens: 4, completion_tokens: 2, total_tokens: 6 });
+  });
+
+  test("batch.expired: the answered requests are kept and only the expired ones go out again", async () => {
+    const resubmitting = await submit(stack, "openai_batch_resubmit", {
+      requests: [request("a", "ok", 2), request("b", "late"), request("c", "ok", 3)],
+    });
+    const t = await end(stack, resubmitting);
+    assert.equal(t.status, "succeeded", JSON.stringify(t.error));
+    assert.deepEqual(
+      t.output.items.map((i: { custom_id: string; status: string; round: number }) => [
+        i.custom_id,
+        i.status,
+        i.round,
+      ]),
+      [
+        ["a", "succeeded", 0],
+        ["b", "expired", 1],
+        ["c", "succeeded", 0],
+      ],
+    );
+    const second = standin.files.get(String(standin.batches.get(t.jobs[1].job_id)!.input_file_id))!;
+    assert.deepEqual(
+      second
+        .toString("utf8")
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l).custom_id),
+      ["b"],
+      "only the expired request is resubmitted",
+    );
   });
 
   test("a result file that is not JSON Lines fails the task with PROVIDER_RESULT_INVALID naming the line", async () => {

@@ -115,3 +115,22 @@ export class ProviderError extends Error {
     this.retryAfterMs = opts.retryAfterMs;
   }
 }
+
+/**
+ * Thrown by `fetchResult` when the job's result is a failure after all (an OpenAI batch of
+ * the `input_file_id` kind that expired): the event is applied as `job.failed` with `failure`,
+ * not retried.
+ */
+export class JobResultFailure extends Error {
+  static [Symbol.hasInstance](value: unknown): boolean {
+    // biome-ignore lint/complexity/noThisInStatic: `this` is the class checked against, maybe a user's subclass
+    return isInstance(this, JobResultFailure, "longhaul:JobResultFailure", value);
+  }
+  override readonly name = "JobResultFailure";
+  readonly failure: { code: string; message: string };
+  constructor(failure: { code: string; message: string }) {
+    super(failure.message);
+    brand(this, "longhaul:JobResultFailure");
+    this.failure = failure;
+  }
+}

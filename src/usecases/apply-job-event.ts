@@ -2,6 +2,7 @@ import { LonghaulError } from "../core/errors.ts";
 import type { ProviderEvent } from "../core/provider-event.ts";
 import { briefEventFromSnapshot, parseBriefEvent } from "../providers/brief-event.ts";
 import {
+  JobResultFailure,
   type Provider,
   ProviderError,
   type ProviderLookup,
@@ -71,13 +72,15 @@ export async function applyJobEvent(
     } catch (err) {
       // A result the provider wrote but no one can read (a result file that is not JSON Lines)
       // reads the same on every retry: the job fails, saying where, instead of retrying forever.
-      if (!(err instanceof LonghaulError && err.code === "PROVIDER_RESULT_INVALID")) throw err;
-      parsed = {
-        eventId: parsed.eventId,
-        type: "job.failed",
-        jobId: parsed.jobId,
-        error: { code: err.code, message: err.message },
-      };
+      // So does a result the adapter finds to be a failure (JobResultFailure).
+      const failure =
+        err instanceof LonghaulError && err.code === "PROVIDER_RESULT_INVALID"
+          ? { code: err.code, message: err.message }
+          : err instanceof JobResultFailure
+            ? err.failure
+            : null;
+      if (failure === null) throw err;
+      parsed = { eventId: parsed.eventId, type: "job.failed", jobId: parsed.jobId, error: failure };
     }
   }
   const outcome = await d.inbox.applyJobEvent(lease, inboxId, ev.provider, parsed);

@@ -76,6 +76,9 @@ export function batchSnapshot(jobId: string, answer: unknown, fail: Fail): JobSn
     object: "the batch object",
     status: "batch status",
   });
+  // A batch built from requests that expired still has the answers it gave, and its other
+  // requests are `expired` items that `step.batch` may resubmit: it ends with its items.
+  if (body.status === "expired" && isItemsBatch(body)) return { jobId, status: "succeeded" };
   // A batch built from requests has items for its output, which only `fetchResult` reads
   // (from its files): a snapshot leaves it out, so the reconciler's event asks for it too.
   if (snapshot.status === "succeeded" && !isItemsBatch(body)) {

@@ -8,7 +8,13 @@ import {
   uploadBatchInput,
 } from "../batch/openai-batches.ts";
 import { isObject, segment } from "../json-client.ts";
-import type { CreatedJob, CreateJobRequest, JobSnapshot, Provider } from "../provider.ts";
+import {
+  type CreatedJob,
+  type CreateJobRequest,
+  JobResultFailure,
+  type JobSnapshot,
+  type Provider,
+} from "../provider.ts";
 import {
   type ApiKeyOptions,
   apiKeyClient,
@@ -122,6 +128,13 @@ export function openaiProvider(options: OpenAIProviderOptions): Provider {
       if (!isBatchId(jobId)) return reads.fetchResult(jobId);
       const what = `fetch the result of ${jobId}`;
       const { body, snapshot: s } = await read(jobId, what);
+      // `batch.expired` is read as an end with a result; a batch of the older kind has none.
+      if (s.status === "failed" && isObject(body) && body.status === "expired") {
+        throw new JobResultFailure({
+          code: s.error?.code ?? "expired",
+          message: s.error?.message ?? "expired",
+        });
+      }
       if (s.status !== "succeeded") return notEnded(name, what, s);
       if (!isItemsBatch(body)) return { output: s.output ?? null, usage: s.usage };
       return batchItems(batches, jobId, body as Record<string, unknown>, context?.files);
