@@ -69,8 +69,15 @@ export { type GraphOutput, graphTask } from "./graph/graph-task.ts";
 export { type GeminiProviderOptions, geminiProvider } from "./providers/gemini/gemini-provider.ts";
 export { type HttpProviderOptions, httpProvider } from "./providers/http/http-provider.ts";
 export { type OpenAIProviderOptions, openaiProvider } from "./providers/openai/openai-provider.ts";
-export type { CreatedJob, CreateJobRequest, JobSnapshot, Provider } from "./providers/provider.ts";
-export { ProviderError } from "./providers/provider.ts";
+export type {
+  CreatedJob,
+  CreateJobRequest,
+  FetchResultContext,
+  JobSnapshot,
+  Provider,
+  ResultFiles,
+} from "./providers/provider.ts";
+export { JobResultFailure, ProviderError } from "./providers/provider.ts";
 export { type SimProviderOptions, simProvider } from "./providers/sim/sim-provider.ts";
 export type { Simulator, SimulatorOptions } from "./providers/sim/simulator.ts";
 

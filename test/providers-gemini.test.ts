@@ -574,14 +574,14 @@ describe("fetchResult, status, cancel", () => {
     const { jobId } = await provider.create(
       job({ kind: "batch", model: "gemini-2.5-flash", file_name: "files/in" }),
     );
+    // Inline responses without keys are not request by request: the output is kept whole.
+    // (A responses file is downloaded and merged into items: providers-gemini-batch.test.ts.)
+    const inlined = { inlinedResponses: { inlinedResponses: [{ response: { candidates: [] } }] } };
     gemini.update(jobId, {
       done: true,
-      metadata: { state: "BATCH_STATE_SUCCEEDED", output: { responsesFile: "files/out" } },
+      metadata: { state: "BATCH_STATE_SUCCEEDED", output: inlined },
     });
-    assert.deepEqual(await provider.fetchResult!(jobId), {
-      output: { responsesFile: "files/out" },
-      usage: undefined,
-    });
+    assert.deepEqual(await provider.fetchResult!(jobId), { output: inlined, usage: undefined });
   });
 
   test("a completed interaction gives its text and usage", async () => {

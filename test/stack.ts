@@ -10,6 +10,7 @@ import type { ChaosOptions } from "../src/providers/sim/chaos.ts";
 import { simProvider } from "../src/providers/sim/sim-provider.ts";
 import { type Simulator, startSimulator } from "../src/providers/sim/simulator.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
+import type { Store } from "../src/store/store.ts";
 import { quietLog, tempDir } from "./helpers.ts";
 
 export const SIM_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -69,6 +70,11 @@ export async function startStack(
     blobs?: LonghaulOptions["blobs"];
     storageUrls?: LonghaulOptions["storageUrls"];
     resolveUrlHost?: LonghaulOptions["resolveUrlHost"];
+    /**
+     * Another store (PostgreSQL) in place of the SQLite file, not yet migrated. `stack.store`
+     * is still typed as SQLite: use only the `Store` interface on it.
+     */
+    store?: Store;
   } = {},
 ): Promise<Stack> {
   const tmp = tempDir();
@@ -76,7 +82,7 @@ export async function startStack(
     path: opts.dbPath ?? join(tmp.dir, "longhaul.db"),
     ...(opts.clock ? { clock: opts.clock } : {}),
   };
-  const store = new SqliteStore(storeOpts);
+  const store = (opts.store ?? new SqliteStore(storeOpts)) as SqliteStore;
   await store.migrate();
   const sim = await startSimulator({
     secret: SIM_SECRET,

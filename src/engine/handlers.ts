@@ -65,7 +65,13 @@ export const handlers: Handlers = {
   async apply_event(d, item, lease) {
     const { inboxId } = item.payload;
     const r = await applyJobEvent(
-      { inbox: d.store, queue: d.store, providers: d.providers, confirmSources: d.confirmSources },
+      {
+        inbox: d.store,
+        queue: d.store,
+        providers: d.providers,
+        confirmSources: d.confirmSources,
+        files: d.blobs,
+      },
       { inboxId, lease },
     );
     if (r.kind === "applied") {

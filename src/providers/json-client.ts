@@ -22,7 +22,7 @@ export type JsonRequest = (
   what: string,
   method: "GET" | "POST",
   path: string,
-  init?: { body?: unknown; headers?: Record<string, string> },
+  init?: { body?: unknown; headers?: Record<string, string>; form?: FormData },
 ) => Promise<JsonResponse>;
 
 /**
@@ -51,7 +51,8 @@ export function jsonClient(options: JsonClientOptions): JsonRequest {
           ...options.headers,
           ...init.headers,
         },
-        body: init.body === undefined ? null : JSON.stringify(init.body),
+        // A form (a file upload) is sent as multipart/form-data, its boundary set by fetch.
+        body: init.form ?? (init.body === undefined ? null : JSON.stringify(init.body)),
         signal: AbortSignal.timeout(timeoutMs),
       });
       status = res.status;
@@ -73,23 +74,38 @@ export function jsonClient(options: JsonClientOptions): JsonRequest {
       body = undefined;
     }
     if (status >= 200 && status < 300) return { status, body };
-    const billing = status === 429 && errorCode(body) === "insufficient_quota";
-    const throttled = status === 429 && !billing;
-    const retriable = !billing && (status >= 500 || status === 408 || status === 429);
-    const retryAfterMs = parseRetryAfter(retryAfter, (options.now ?? Date.now)());
-    throw new ProviderError(
-      `${name}: could not ${what}: HTTP ${status}${describeError(body)}; ${
-        throttled
-          ? `rate limited, the request can be retried${retryAfterMs === undefined ? "" : ` after ${Math.ceil(retryAfterMs / 1000)} s`}`
-          : retriable
-            ? "the request can be retried"
-            : billing
-              ? "the account is out of credit (billing); retrying will not help"
-              : "retrying will not help"
-      }.`,
-      { retriable, status, throttled, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) },
-    );
+    throw httpFailure(name, what, status, body, retryAfter, (options.now ?? Date.now)());
   };
+}
+
+/**
+ * The `ProviderError` of a non-2xx answer: retriable on a 5xx, a 408 or a 429, throttled on a
+ * 429 that is not `insufficient_quota`, with the `Retry-After` wait when one was sent.
+ */
+export function httpFailure(
+  name: string,
+  what: string,
+  status: number,
+  body: unknown,
+  retryAfter: string | null,
+  now: number,
+): ProviderError {
+  const billing = status === 429 && errorCode(body) === "insufficient_quota";
+  const throttled = status === 429 && !billing;
+  const retriable = !billing && (status >= 500 || status === 408 || status === 429);
+  const retryAfterMs = parseRetryAfter(retryAfter, now);
+  return new ProviderError(
+    `${name}: could not ${what}: HTTP ${status}${describeError(body)}; ${
+      throttled
+        ? `rate limited, the request can be retried${retryAfterMs === undefined ? "" : ` after ${Math.ceil(retryAfterMs / 1000)} s`}`
+        : retriable
+          ? "the request can be retried"
+          : billing
+            ? "the account is out of credit (billing); retrying will not help"
+            : "retrying will not help"
+    }.`,
+    { retriable, status, throttled, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) },
+  );
 }
 
 /**

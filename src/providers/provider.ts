@@ -50,7 +50,30 @@ export interface Provider {
    * For providers whose terminal events carry no result (OpenAI sends only the id): fetches
    * output and usage. The worker calls it before applying a `job.succeeded` without output.
    */
-  fetchResult?(jobId: string): Promise<{ output: unknown; usage?: JobUsage | undefined }>;
+  fetchResult?(
+    jobId: string,
+    context?: FetchResultContext,
+  ): Promise<{ output: unknown; usage?: JobUsage | undefined }>;
+}
+
+/**
+ * What the engine lends `fetchResult`: where result files are kept. Absent (a caller with no
+ * blob store), an adapter reads its result files into memory instead.
+ */
+export interface FetchResultContext {
+  files?: ResultFiles | undefined;
+}
+
+/**
+ * The part of the deployment's blob store (src/blobs) a provider uses for the result files it
+ * downloads. `put` must be atomic: a body that throws midway leaves nothing under the key, so
+ * a blob that exists is a whole file. Keys are `/`-separated segments of letters, digits,
+ * `.`, `_` and `-` (see `resultFileKey`).
+ */
+export interface ResultFiles {
+  put(key: string, body: AsyncIterable<Uint8Array>): Promise<unknown>;
+  get(key: string): Promise<AsyncIterable<Uint8Array>>;
+  stat(key: string): Promise<{ size: number } | null>;
 }
 
 /** Finds a registered provider by name (the engine's provider registry, or a test's map). */
@@ -90,5 +113,24 @@ export class ProviderError extends Error {
     this.retriable = opts.retriable || this.throttled;
     this.status = opts.status;
     this.retryAfterMs = opts.retryAfterMs;
+  }
+}
+
+/**
+ * Thrown by `fetchResult` when the job's result is a failure after all (an OpenAI batch of
+ * the `input_file_id` kind that expired): the event is applied as `job.failed` with `failure`,
+ * not retried.
+ */
+export class JobResultFailure extends Error {
+  static [Symbol.hasInstance](value: unknown): boolean {
+    // biome-ignore lint/complexity/noThisInStatic: `this` is the class checked against, maybe a user's subclass
+    return isInstance(this, JobResultFailure, "longhaul:JobResultFailure", value);
+  }
+  override readonly name = "JobResultFailure";
+  readonly failure: { code: string; message: string };
+  constructor(failure: { code: string; message: string }) {
+    super(failure.message);
+    brand(this, "longhaul:JobResultFailure");
+    this.failure = failure;
   }
 }

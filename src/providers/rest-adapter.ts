@@ -1,5 +1,6 @@
 import { LonghaulError } from "../core/errors.ts";
 import type { JobStatus } from "../core/job.ts";
+import { type Download, downloadClient } from "./download-client.ts";
 import { isObject, type JsonRequest, jsonClient } from "./json-client.ts";
 import { type JobSnapshot, type Provider, ProviderError } from "./provider.ts";
 
@@ -36,19 +37,19 @@ export function apiKeyClient(
     key: string;
     headers: (apiKey: string) => Record<string, string>;
   },
-): { name: string; request: JsonRequest } {
+): { name: string; request: JsonRequest; download: Download } {
   const name = options.name ?? service.name;
   if (typeof options.apiKey !== "string" || options.apiKey === "") {
     throw new LonghaulError("CONFIG_INVALID", `Provider "${name}" needs ${service.key} (apiKey).`);
   }
-  const request = jsonClient({
+  const client = {
     name,
     baseUrl: options.baseUrl ?? service.baseUrl,
     headers: service.headers(options.apiKey),
     ...(options.fetchImpl ? { fetchImpl: options.fetchImpl } : {}),
     timeoutMs: options.timeoutMs ?? 30_000,
-  });
-  return { name, request };
+  };
+  return { name, request: jsonClient(client), download: downloadClient(client) };
 }
 
 /** `${name}: could not ${what}: ${why}.` as a `ProviderError` that retrying will not help. */
@@ -115,14 +116,19 @@ export function snapshotReads(
       const what = `fetch the result of ${jobId}`;
       const s = await snapshot(jobId, what);
       if (s.status === "succeeded") return { output: s.output ?? null, usage: s.usage };
-      const running = s.status === "running" || s.status === "created";
-      throw new ProviderError(
-        `${name}: could not ${what}: it is ${s.status}${s.error ? ` (${s.error.message})` : ""}` +
-          `${running ? "; ask again later" : ", so there is no result"}.`,
-        { retriable: running },
-      );
+      return notEnded(name, what, s);
     },
   };
+}
+
+/** The refusal of a result read for a job that did not succeed: retriable while it still runs. */
+export function notEnded(name: string, what: string, s: JobSnapshot): never {
+  const running = s.status === "running" || s.status === "created";
+  throw new ProviderError(
+    `${name}: could not ${what}: it is ${s.status}${s.error ? ` (${s.error.message})` : ""}` +
+      `${running ? "; ask again later" : ", so there is no result"}.`,
+    { retriable: running },
+  );
 }
 
 /** `POST path` to cancel a job; a 409 means the job had already ended, so there is nothing to cancel. */

@@ -1,6 +1,13 @@
+import { LonghaulError } from "../core/errors.ts";
 import type { ProviderEvent } from "../core/provider-event.ts";
 import { briefEventFromSnapshot, parseBriefEvent } from "../providers/brief-event.ts";
-import { type Provider, ProviderError, type ProviderLookup } from "../providers/provider.ts";
+import {
+  JobResultFailure,
+  type Provider,
+  ProviderError,
+  type ProviderLookup,
+  type ResultFiles,
+} from "../providers/provider.ts";
 import type { ApplyOutcome, InboxEventRow, InboxStore, JobStore, Lease, QueueStore } from "../store/store.ts";
 
 /** The source name the reconciler's synthesized events are recorded under; they are in the brief's shape. */
@@ -16,7 +23,7 @@ export type ApplyJobEventResult =
 /**
  * Applies one recorded inbox event under the worker's lease: parse it with its provider (the
  * reconciler's own events are in the brief's shape), fetch the result when the provider's
- * terminal event carries none, then one atomic, monotonic state change that also completes the
+ * terminal event carries none (lending it the blob store for result files), then one atomic, monotonic state change that also completes the
  * lease. An event no provider of this node can read is rejected with a note, not retried.
  * A failure to fetch the result throws, so the item retries with backoff; the event stays recorded.
  *
@@ -30,6 +37,8 @@ export async function applyJobEvent(
     queue: QueueStore;
     providers: ProviderLookup;
     confirmSources?: ReadonlySet<string>;
+    /** Where providers keep the result files they download (the blob store); absent: in memory. */
+    files?: ResultFiles | undefined;
   },
   a: { inboxId: string; lease: Lease },
 ): Promise<ApplyJobEventResult> {
@@ -57,8 +66,22 @@ export async function applyJobEvent(
     return confirmWithProvider(d.inbox, provider, ev, parsed, lease, reject);
   }
   if (parsed.type === "job.succeeded" && parsed.output === undefined && provider.fetchResult) {
-    const result = await provider.fetchResult(parsed.jobId);
-    parsed = { ...parsed, output: result.output, ...(result.usage ? { usage: result.usage } : {}) };
+    try {
+      const result = await provider.fetchResult(parsed.jobId, { files: d.files });
+      parsed = { ...parsed, output: result.output, ...(result.usage ? { usage: result.usage } : {}) };
+    } catch (err) {
+      // A result the provider wrote but no one can read (a result file that is not JSON Lines)
+      // reads the same on every retry: the job fails, saying where, instead of retrying forever.
+      // So does a result the adapter finds to be a failure (JobResultFailure).
+      const failure =
+        err instanceof LonghaulError && err.code === "PROVIDER_RESULT_INVALID"
+          ? { code: err.code, message: err.message }
+          : err instanceof JobResultFailure
+            ? err.failure
+            : null;
+      if (failure === null) throw err;
+      parsed = { eventId: parsed.eventId, type: "job.failed", jobId: parsed.jobId, error: failure };
+    }
   }
   const outcome = await d.inbox.applyJobEvent(lease, inboxId, ev.provider, parsed);
   return { kind: "applied", event: parsed, outcome };

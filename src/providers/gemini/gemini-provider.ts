@@ -1,4 +1,6 @@
 import type { ProviderEvent } from "../../core/provider-event.ts";
+import { requestBatchOf } from "../batch/batch-input.ts";
+import { downloadClient } from "../download-client.ts";
 import { isObject } from "../json-client.ts";
 import {
   type CreatedJob,
@@ -11,10 +13,13 @@ import {
   type ApiKeyOptions,
   apiKeyClient,
   cancelJob,
+  type Fail,
   noJobId,
+  notEnded,
   refusal,
   snapshotReads,
 } from "../rest-adapter.ts";
+import { geminiBatchItems } from "./gemini-batch-items.ts";
 import { parseGeminiEvent } from "./gemini-events.ts";
 import {
   batchPage,
@@ -51,11 +56,22 @@ export type GeminiProviderOptions = ApiKeyOptions;
  * and a `predictLongRunning` operation carries nothing of the request to match.
  */
 export function geminiProvider(options: GeminiProviderOptions): Provider {
+  const baseUrl = options.baseUrl ?? "https://generativelanguage.googleapis.com/v1beta";
   const { name, request } = apiKeyClient(options, {
     name: "gemini",
-    baseUrl: "https://generativelanguage.googleapis.com/v1beta",
+    baseUrl,
     key: "a Gemini API key",
     headers: (apiKey) => ({ "x-goog-api-key": apiKey }),
+  });
+  // Files' bytes come from the same path under `/download` (`/download/v1beta/files/…:download`).
+  const downloadBase = new URL(baseUrl);
+  downloadBase.pathname = `/download${downloadBase.pathname}`;
+  const download = downloadClient({
+    name,
+    baseUrl: downloadBase.href,
+    headers: { "x-goog-api-key": options.apiKey },
+    ...(options.fetchImpl ? { fetchImpl: options.fetchImpl } : {}),
+    timeoutMs: options.timeoutMs ?? 30_000,
   });
 
   function resourcePath(jobId: string, what: string): string {
@@ -91,13 +107,16 @@ export function geminiProvider(options: GeminiProviderOptions): Provider {
     return undefined;
   }
 
-  async function snapshot(jobId: string, what: string): Promise<JobSnapshot> {
+  async function read(jobId: string, what: string): Promise<{ body: unknown; snapshot: JobSnapshot }> {
     const { body } = await request(what, "GET", resourcePath(jobId, what));
     const fail = refusal(name, what);
-    return isInteraction(jobId)
+    const snapshot = isInteraction(jobId)
       ? interactionSnapshot(jobId, body, fail)
       : operationSnapshot(jobId, body, fail);
+    return { body, snapshot };
   }
+  const snapshot = async (jobId: string, what: string) => (await read(jobId, what)).snapshot;
+  const reads = snapshotReads(name, snapshot);
 
   return {
     name,
@@ -122,7 +141,19 @@ export function geminiProvider(options: GeminiProviderOptions): Provider {
       let path: string;
       let body: Record<string, unknown>;
       if (kind === "batch") {
-        const { model: _model, requests, file_name, input_config, ...batch } = input;
+        const keyed = keyedRequests(input, refuse);
+        // `step.batch`'s form: each request inline, its custom_id as the key Gemini echoes;
+        // its endpoint, metadata and window are not fields of a Gemini batch.
+        const { endpoint: _e, metadata: _m, completion_window: _w, ...fields } = input;
+        if (keyed !== null) Object.assign(input, { model: keyed.model });
+        const {
+          model: _model,
+          requests: given,
+          file_name,
+          input_config,
+          ...batch
+        } = keyed === null ? input : fields;
+        const requests = keyed === null ? given : keyed.requests;
         const source =
           input_config ??
           (Array.isArray(requests)
@@ -167,7 +198,23 @@ export function geminiProvider(options: GeminiProviderOptions): Provider {
       return parseGeminiEvent(body);
     },
 
-    ...snapshotReads(name, snapshot),
+    status: reads.status,
+
+    /**
+     * A batch whose answers are request by request (a responses file, or inline responses
+     * with keys) gives items merged from them, the file kept in `context.files`; anything
+     * else its resource's result.
+     */
+    async fetchResult(jobId, context) {
+      const what = `fetch the result of ${jobId}`;
+      const { body, snapshot: s } = await read(jobId, what);
+      if (s.status !== "succeeded") return notEnded(name, what, s);
+      if (!isInteraction(jobId) && isObject(body)) {
+        const items = await geminiBatchItems({ name, download }, jobId, body, context?.files);
+        if (items !== null) return items;
+      }
+      return { output: s.output ?? null, usage: s.usage };
+    },
 
     async cancel(jobId: string): Promise<void> {
       const what = `cancel ${jobId}`;
@@ -175,5 +222,31 @@ export function geminiProvider(options: GeminiProviderOptions): Provider {
       // Interactions cancel at a sub-resource; operations (batches included) by a custom method.
       await cancelJob(request, what, isInteraction(jobId) ? `${path}/cancel` : `${path}:cancel`);
     },
+  };
+}
+
+/**
+ * `step.batch`'s `{endpoint, requests: [{custom_id, body}]}` as Gemini's inline requests
+ * `{request, metadata: {key}}`, and the model: `input.model`, else the one `endpoint` names
+ * (`/models/gemini-2.5-flash:generateContent`). Null for any other batch input.
+ */
+function keyedRequests(
+  input: Record<string, unknown>,
+  refuse: Fail,
+): { model: string; requests: unknown[] } | null {
+  const list = input.requests;
+  if (!Array.isArray(list) || !list.every((r) => isObject(r) && "custom_id" in r)) return null;
+  const batch = requestBatchOf(input, refuse);
+  if (batch === null) return null;
+  const named = /(?:^|\/)models\/([^/:]+)/.exec(batch.endpoint)?.[1];
+  const model = typeof input.model === "string" ? input.model : named;
+  if (model === undefined) {
+    return refuse(
+      'a batch needs model, or an endpoint naming one, such as "/models/gemini-2.5-flash:generateContent"',
+    );
+  }
+  return {
+    model,
+    requests: batch.requests.map((r) => ({ request: r.body, metadata: { key: r.custom_id } })),
   };
 }

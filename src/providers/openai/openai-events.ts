@@ -14,7 +14,10 @@ export const openaiEventTypes: Readonly<Record<string, JobEventType>> = {
   "response.cancelled": "job.canceled",
   "batch.completed": "job.succeeded",
   "batch.failed": "job.failed",
-  "batch.expired": "job.failed",
+  // An expired batch may still have answered most of its requests: its result decides
+  // (`fetchResult` gives a batch built from requests its items, the rest expired, and fails
+  // one built from an uploaded file).
+  "batch.expired": "job.succeeded",
   "batch.cancelled": "job.canceled",
 };
 

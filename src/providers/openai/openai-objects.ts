@@ -1,5 +1,6 @@
 import type { JobStatus } from "../../core/job.ts";
 import type { JobUsage } from "../../core/provider-event.ts";
+import { isItemsBatch } from "../batch/openai-batches.ts";
 import { isObject } from "../json-client.ts";
 import type { JobSnapshot } from "../provider.ts";
 import { type Fail, statusSnapshot } from "../rest-adapter.ts";
@@ -75,7 +76,12 @@ export function batchSnapshot(jobId: string, answer: unknown, fail: Fail): JobSn
     object: "the batch object",
     status: "batch status",
   });
-  if (snapshot.status === "succeeded") {
+  // A batch built from requests that expired still has the answers it gave, and its other
+  // requests are `expired` items that `step.batch` may resubmit: it ends with its items.
+  if (body.status === "expired" && isItemsBatch(body)) return { jobId, status: "succeeded" };
+  // A batch built from requests has items for its output, which only `fetchResult` reads
+  // (from its files): a snapshot leaves it out, so the reconciler's event asks for it too.
+  if (snapshot.status === "succeeded" && !isItemsBatch(body)) {
     snapshot.output = {
       output_file_id: body.output_file_id ?? null,
       error_file_id: body.error_file_id ?? null,

@@ -27,6 +27,9 @@ interface Plan {
 
 const NOTHING: Plan = { deliveries: [] };
 
+/** What an event is about: a job, or a batch (whose id its events carry as `job_id`). */
+export type EventSubject = Pick<SimJob, "id" | "idempotencyKey" | "webhookUrl">;
+
 /**
  * Moves jobs through queued → running → succeeded | failed | canceled on schedule, and turns
  * each move into an event on its way out. A move and its event's deliveries are stored in
@@ -156,6 +159,19 @@ export class JobRunner {
     });
   }
 
+  /**
+   * Makes `change` (to a batch, say) and, when it changed something, sends `type` for
+   * `subject` as a job's move would: in one transaction, with the same chaos.
+   */
+  moveWithEvent(
+    subject: EventSubject,
+    type: string,
+    data: Record<string, unknown>,
+    change: () => boolean,
+  ): void {
+    this.#run(() => (change() ? this.#emit(subject, type, data) : NOTHING));
+  }
+
   /** Runs a move in a transaction, then starts the deliveries it stored. */
   #run(move: () => Plan): void {
     const plan = this.#o.store.transaction(move);
@@ -164,7 +180,7 @@ export class JobRunner {
   }
 
   /** Makes the event and stores its deliveries as chaos decides; call inside a transaction. */
-  #emit(job: SimJob, type: string, data: Record<string, unknown>): Plan {
+  #emit(job: EventSubject, type: string, data: Record<string, unknown>): Plan {
     const { store, clock, ids } = this.#o;
     const now = clock.now();
     const fate = eventChaos(this.#o.seed, this.#o.chaos, job.idempotencyKey, type);

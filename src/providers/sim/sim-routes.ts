@@ -1,12 +1,22 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { BatchRunner } from "./batch-runner.ts";
 import type { JobRunner } from "./job-runner.ts";
 import { parseModelInput } from "./llm.ts";
+import { batchRoute } from "./sim-batch-routes.ts";
+import {
+  BODY_LIMIT_BYTES,
+  chaosRefusal,
+  fail,
+  idempotencyKeyOf,
+  isHttpUrl,
+  jobNotFound,
+  notAllowed,
+  notFound,
+  type Reply,
+  readBody,
+  safeDecode,
+} from "./sim-reply.ts";
 import type { SimJob, SimStats } from "./sim-store.ts";
-
-const BODY_LIMIT_BYTES = 1024 * 1024;
-const KEY_MAX_LENGTH = 255;
-
-type Reply = { status: number; body: unknown; headers?: Record<string, string> };
 
 /**
  * The simulator's HTTP API (see README.md). Every request gets a JSON answer: bad input is a
@@ -15,12 +25,22 @@ type Reply = { status: number; body: unknown; headers?: Record<string, string> }
 export function simRequestHandler(
   runner: JobRunner,
   stats: () => SimStats,
+  batches: BatchRunner,
 ): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
-    route(req, runner, stats)
+    route(req, runner, stats, batches)
       .catch((err: unknown) => fail(500, "internal", `the simulator failed: ${String(err)}`))
       .then((reply) => {
         if (res.headersSent || res.destroyed) return;
+        if (reply.raw !== undefined) {
+          res.writeHead(reply.status, {
+            "content-type": "application/octet-stream",
+            "content-length": String(reply.raw.length),
+            ...reply.headers,
+          });
+          res.end(reply.raw);
+          return;
+        }
         res.writeHead(reply.status, { "content-type": "application/json", ...reply.headers });
         res.end(JSON.stringify(reply.body));
       })
@@ -28,13 +48,21 @@ export function simRequestHandler(
   };
 }
 
-async function route(req: IncomingMessage, runner: JobRunner, stats: () => SimStats): Promise<Reply> {
+async function route(
+  req: IncomingMessage,
+  runner: JobRunner,
+  stats: () => SimStats,
+  batches: BatchRunner,
+): Promise<Reply> {
   const path = new URL(req.url ?? "/", "http://sim").pathname.split("/").filter((p) => p !== "");
   const method = req.method ?? "GET";
   const [v1, collection, rawId, action, ...rest] = path;
   if (v1 !== "v1" || rest.length > 0) return notFound();
   if (collection === "stats" && rawId === undefined) {
     return method === "GET" ? { status: 200, body: stats() } : notAllowed("GET");
+  }
+  if (collection === "files" || collection === "batches") {
+    return batchRoute(req, { method, collection, rawId, action }, runner, batches);
   }
   if (collection !== "jobs") return notFound();
   if (rawId === undefined) return method === "POST" ? create(req, runner) : notAllowed("POST");
@@ -60,14 +88,8 @@ async function route(req: IncomingMessage, runner: JobRunner, stats: () => SimSt
 }
 
 async function create(req: IncomingMessage, runner: JobRunner): Promise<Reply> {
-  const key = req.headers["idempotency-key"];
-  if (typeof key !== "string" || key === "" || key.length > KEY_MAX_LENGTH) {
-    return fail(
-      400,
-      "idempotency_key_required",
-      `send an Idempotency-Key header of 1 to ${KEY_MAX_LENGTH} characters; a retry with the same key returns the same job`,
-    );
-  }
+  const key = idempotencyKeyOf(req, "job");
+  if (typeof key !== "string") return key;
   const raw = await readBody(req);
   if (raw === "too_large")
     return fail(413, "payload_too_large", `the body exceeds ${BODY_LIMIT_BYTES} bytes`);
@@ -86,27 +108,8 @@ async function create(req: IncomingMessage, runner: JobRunner): Promise<Reply> {
   }
   const parsed = parseModelInput(input);
   if (!parsed.ok) return fail(400, "invalid_request", parsed.message);
-  const admitted = runner.admits(key);
-  if (admitted === "throttled") {
-    return {
-      ...fail(
-        429,
-        "rate_limit_exceeded",
-        "the simulator rate-limited this creation on purpose (chaos); retry after the Retry-After",
-      ),
-      headers: { "retry-after": String(runner.retryAfterS) },
-    };
-  }
-  if (admitted === "unavailable") {
-    return {
-      ...fail(
-        503,
-        "unavailable",
-        "the simulator refused this creation on purpose (chaos); retry with the same key",
-      ),
-      headers: { "retry-after": "1" },
-    };
-  }
+  const refused = chaosRefusal(runner, key);
+  if (refused) return refused;
   const { job, created } = runner.create(key, parsed.input, webhookUrl);
   return created
     ? { status: 201, body: { id: job.id, status: job.status } }
@@ -122,60 +125,4 @@ function view(job: SimJob): Record<string, unknown> {
     ...(job.usage === undefined ? {} : { usage: job.usage }),
     created_at: new Date(job.createdAt).toISOString(),
   };
-}
-
-function readBody(req: IncomingMessage): Promise<Buffer | "too_large"> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    const settle = (value: Buffer | "too_large" | Error) => {
-      if (done) return;
-      done = true;
-      if (value instanceof Error) reject(value);
-      else resolve(value);
-    };
-    req.on("data", (chunk: Buffer) => {
-      if (done) return;
-      size += chunk.length;
-      if (size > BODY_LIMIT_BYTES) settle("too_large");
-      else chunks.push(chunk);
-    });
-    req.on("end", () => settle(Buffer.concat(chunks)));
-    req.on("error", (err) => settle(err));
-    req.on("close", () => settle(new Error("the request closed before its body was read")));
-  });
-}
-
-function isHttpUrl(s: string): boolean {
-  try {
-    const u = new URL(s);
-    return u.protocol === "http:" || u.protocol === "https:";
-  } catch {
-    return false;
-  }
-}
-
-function safeDecode(s: string): string | undefined {
-  try {
-    return decodeURIComponent(s);
-  } catch {
-    return undefined;
-  }
-}
-
-function fail(status: number, code: string, message: string): Reply {
-  return { status, body: { error: { code, message } } };
-}
-
-function notFound(): Reply {
-  return fail(404, "not_found", "no such route; see the simulator's README for its API");
-}
-
-function jobNotFound(id: string): Reply {
-  return fail(404, "job_not_found", `no job ${id}`);
-}
-
-function notAllowed(allow: string): Reply {
-  return { ...fail(405, "method_not_allowed", `use ${allow} on this route`), headers: { allow } };
 }

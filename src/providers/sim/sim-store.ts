@@ -2,6 +2,7 @@ import { createRequire } from "node:module";
 import type Database from "better-sqlite3";
 import { LonghaulError } from "../../core/errors.ts";
 import type { JobUsage } from "../../core/provider-event.ts";
+import { BATCH_SCHEMA, SimBatchStore } from "./sim-batch-store.ts";
 
 export type SimJobStatus = "queued" | "running" | "succeeded" | "failed" | "canceled";
 
@@ -63,7 +64,8 @@ export type SimCounter =
   | "failedCreates"
   | "throttledCreates";
 
-const SCHEMA_VERSION = 1;
+// 2: files and batches (sim-batch-store.ts); a version-1 file gains their tables on open.
+const SCHEMA_VERSION = 2;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS jobs (
@@ -134,6 +136,8 @@ interface DeliveryRow {
  */
 export class SimStore {
   readonly #db: Database.Database;
+  /** Files and batches, in the same database. */
+  readonly batches: SimBatchStore;
 
   /** Opens (and creates) the state; throws `SCHEMA_TOO_NEW` for a file of a newer simulator. */
   constructor(file?: string) {
@@ -155,8 +159,10 @@ export class SimStore {
     }
     this.#db.transaction(() => {
       this.#db.exec(SCHEMA);
+      this.#db.exec(BATCH_SCHEMA);
       this.#db.pragma(`user_version = ${SCHEMA_VERSION}`);
     })();
+    this.batches = new SimBatchStore(this.#db);
   }
 
   transaction<T>(fn: () => T): T {

@@ -4,6 +4,7 @@ import { type Clock, systemClock } from "../../core/clock.ts";
 import { LonghaulError } from "../../core/errors.ts";
 import { ulidGenerator } from "../../core/ids.ts";
 import { signStandardWebhook } from "../../webhooks/standard-webhooks.ts";
+import { BatchRunner } from "./batch-runner.ts";
 import { type ChaosOptions, checkChaos } from "./chaos.ts";
 import { JobRunner } from "./job-runner.ts";
 import { simRequestHandler } from "./sim-routes.ts";
@@ -82,7 +83,16 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
     defaultDurationMs: options.defaultDurationMs ?? 50,
   });
 
-  const server = createServer(simRequestHandler(runner, () => store.stats()));
+  const batches = new BatchRunner({
+    store,
+    jobs: runner,
+    timers,
+    clock,
+    ids: ulidGenerator(clock),
+    defaultDurationMs: options.defaultDurationMs ?? 50,
+  });
+
+  const server = createServer(simRequestHandler(runner, () => store.stats(), batches));
   try {
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
@@ -97,6 +107,7 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
   }
   server.on("clientError", (_err, socket) => socket.destroy());
   runner.resume();
+  batches.resume();
   sender.resume();
 
   const address = server.address() as AddressInfo;
