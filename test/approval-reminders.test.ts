@@ -95,8 +95,21 @@ function suite(name: string, makeStore: (clock: ManualClock) => Store) {
     /** The messages the receiver got for a task, as their bodies' data. */
     const messages = (id: string) =>
       receiver.hits.map((h) => JSON.parse(h.body)).filter((b) => b.data.task_id === id);
+    /**
+     * The task's first `n` messages, once each one's attempt is recorded too: the clock must not
+     * jump while a message's item is leased, or its lease (on the same clock) would expire and
+     * the message be sent again, as after a worker's death.
+     */
     const waitMessages = (id: string, n: number, what: string) =>
-      waitFor(() => (messages(id).length >= n ? messages(id) : null), 30_000, what);
+      waitFor(
+        async () => {
+          if (messages(id).length < n) return null;
+          const owed: { status: string }[] = (await api(`/v1/tasks/${id}`)).steps?.[0]?.notifications ?? [];
+          return owed.length >= n && owed.every((x) => x.status !== "pending") ? messages(id) : null;
+        },
+        30_000,
+        what,
+      );
     /** Decide through a link as it travels: the public URL is not this server's, so its path is used here. */
     const decide = async (link: string) => {
       const res = await fetch(url + new URL(link).pathname, { method: "POST" });
