@@ -172,22 +172,27 @@ function step(t: TaskRow, s: StepRow, jobs: Map<string, JobRow>, ctx: DetailCont
 }
 
 /** An approval step's messages: where each went, how it went, and its last error. */
+/** An approval's message as the API shows it: where it went, never a URL's path (§4.4). */
+export function notificationJson(n: NotificationRow): Static<typeof Notification> {
+  return {
+    id: n.id,
+    channel: n.channel,
+    to: shownRecipient(n.target, n.approver),
+    approver: n.approver,
+    reason: n.reason,
+    status: n.state,
+    attempts: n.attempts,
+    ...(n.lastError === null ? {} : { last_error: n.lastError }),
+    ...(n.sentAt === null ? {} : { sent_at: iso(n.sentAt) }),
+  };
+}
+
 function notificationsOf(s: StepRow, ctx: DetailContext): { notifications?: Static<typeof Notification>[] } {
   const rows = ctx.notifications?.get(s.stepId);
   // Where messages went (addresses, channels) is the tenant's to see, not a read token's holder's.
   if (s.kind !== "approval" || !rows?.length || ctx.links === false) return {};
   return {
-    notifications: rows.map((n) => ({
-      id: n.id,
-      channel: n.channel,
-      to: shownRecipient(n.target, n.approver),
-      approver: n.approver,
-      reason: n.reason,
-      status: n.state,
-      attempts: n.attempts,
-      ...(n.lastError === null ? {} : { last_error: n.lastError }),
-      ...(n.sentAt === null ? {} : { sent_at: iso(n.sentAt) }),
-    })),
+    notifications: rows.map(notificationJson),
   };
 }
 

@@ -1,3 +1,4 @@
+import { inputField } from "../core/input-field.ts";
 import { type ApprovalConfig, decidedBy } from "../core/wait.ts";
 import type { ApprovalDecisionRow, StepRow, TaskRow } from "../store/store.ts";
 import { escapeHtml } from "./page-headers.ts";
@@ -24,13 +25,7 @@ export interface ApprovalPageModel {
 function shownInput(input: unknown, show: string[]): string {
   if (show.length === 0) return "";
   const rows = show.map((name) => {
-    let v: unknown = input;
-    for (const part of name.split(".")) {
-      v =
-        typeof v === "object" && v !== null && Object.hasOwn(v, part)
-          ? (v as Record<string, unknown>)[part]
-          : undefined;
-    }
+    const v = inputField(input, name);
     const text = v === undefined ? "(not set)" : typeof v === "string" ? v : JSON.stringify(v, null, 2);
     return `<dt>${esc(name)}</dt><dd><pre>${esc(text.length > 20_000 ? `${text.slice(0, 20_000)}…` : text)}</pre></dd>`;
   });

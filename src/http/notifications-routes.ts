@@ -1,5 +1,5 @@
 import { Type } from "typebox";
-import { shownRecipient } from "../core/notification.ts";
+import { notificationJson } from "../actions/serialize.ts";
 import type { NotificationStore } from "../store/store.ts";
 import { Notification } from "../wire/tasks.ts";
 import type { Api } from "./api.ts";
@@ -22,15 +22,7 @@ export function notificationsRoutes(app: Api, store: NotificationStore): void {
     },
     async (req) => {
       const n = await store.replayNotification(req.tenant.id, req.params.id, req.params.notification_id);
-      return {
-        id: n.id,
-        channel: n.channel,
-        to: shownRecipient(n.target, n.approver),
-        approver: n.approver,
-        reason: n.reason,
-        status: n.state,
-        attempts: n.attempts,
-      };
+      return notificationJson(n);
     },
   );
 }

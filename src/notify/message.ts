@@ -1,3 +1,4 @@
+import { inputField } from "../core/input-field.ts";
 import type { NotifyReason } from "../core/notification.ts";
 import type { ApprovalConfig } from "../core/wait.ts";
 import type { StepRow, TaskRow } from "../store/store.ts";
@@ -19,18 +20,6 @@ export interface ApprovalMessage {
   deadline: string | null;
 }
 
-/** A field of the input by its dotted name, or undefined. */
-function pick(input: unknown, name: string): unknown {
-  let v: unknown = input;
-  for (const part of name.split(".")) {
-    v =
-      typeof v === "object" && v !== null && Object.hasOwn(v, part)
-        ? (v as Record<string, unknown>)[part]
-        : undefined;
-  }
-  return v;
-}
-
 /**
  * The message for one approver (or the step's links), its links minted from the stored step
  * as the task view mints them: the same step gives the same links, valid until the step's
@@ -49,7 +38,7 @@ export function approvalMessage(
   const fields: Record<string, unknown> = {};
   for (const name of config.show ?? []) {
     // Graph nodes name fields of the graph's `input`; show them by the name the node gave.
-    fields[name.startsWith("input.") && task.type === "graph" ? name.slice(6) : name] = pick(
+    fields[name.startsWith("input.") && task.type === "graph" ? name.slice(6) : name] = inputField(
       task.input,
       name,
     );

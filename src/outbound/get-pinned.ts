@@ -1,6 +1,7 @@
 import http, { type IncomingMessage } from "node:http";
 import https from "node:https";
-import { isIP, type LookupFunction } from "node:net";
+import { isIP } from "node:net";
+import { pinnedLookup } from "./post-pinned.ts";
 import type { VettedTarget } from "./ssrf.ts";
 
 /** An answer to a pinned GET, and when its transport is done with it. */
@@ -20,10 +21,7 @@ export function getPinned(
   req: { headers: Record<string, string>; signal: AbortSignal },
 ): Promise<PinnedAnswer> {
   const { url, host, address, family } = target;
-  const pinned = ((_name: string, options: { all?: boolean }, cb: (...args: unknown[]) => void) => {
-    if (options?.all) cb(null, [{ address, family }]);
-    else cb(null, address, family);
-  }) as unknown as LookupFunction;
+  const pinned = pinnedLookup(address, family);
   const secure = url.protocol === "https:";
   return new Promise<PinnedAnswer>((resolve, reject) => {
     const r = (secure ? https : http).request({

@@ -24,10 +24,7 @@ export function postPinned(
   req: { headers: Record<string, string>; body: string; timeoutMs: number },
 ): Promise<PostResult> {
   const { url, host, address, family } = target;
-  const pinned = ((_name: string, options: { all?: boolean }, cb: (...args: unknown[]) => void) => {
-    if (options?.all) cb(null, [{ address, family }]);
-    else cb(null, address, family);
-  }) as unknown as LookupFunction;
+  const pinned = pinnedLookup(address, family);
   const secure = url.protocol === "https:";
   return new Promise<PostResult>((resolve, reject) => {
     const body = Buffer.from(req.body, "utf8");
@@ -75,4 +72,12 @@ export function postPinned(
     });
     r.end(body);
   });
+}
+
+/** A DNS lookup that answers the vetted address only, whatever name it is asked for. */
+export function pinnedLookup(address: string, family: number): LookupFunction {
+  return ((_name: string, options: { all?: boolean }, cb: (...args: unknown[]) => void) => {
+    if (options?.all) cb(null, [{ address, family }]);
+    else cb(null, address, family);
+  }) as unknown as LookupFunction;
 }
