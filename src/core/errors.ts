@@ -87,6 +87,8 @@ export const errorCodes = [
   "URL_READ_FAILED",
   "URL_READS_NOT_CONFIGURED",
   "ARTIFACT_TOO_LARGE",
+  "EMBEDDING_DIMENSION_MISMATCH",
+  "CHUNKS_INVALID",
 ] as const;
 
 export type ErrorCode = (typeof errorCodes)[number];
