@@ -68,7 +68,7 @@ export function ragSummary(opts: RagSummaryOptions = {}) {
       });
       return {
         summary,
-        chunks: indexed.chunks,
+        chunks: chunks.length,
         index: { embedder: indexed.embedder, dimensions: indexed.dimensions },
       };
     },
