@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { createLonghaul, type Longhaul } from "../src/app.ts";
 import { FsBlobStore } from "../src/blobs/fs-blob-store.ts";
+import { LonghaulClient } from "../src/client/longhaul-client.ts";
 import { hashApiKey, newApiKey } from "../src/core/api-keys.ts";
 import { defineTask } from "../src/core/task-type.ts";
 import { demoTaskTypes } from "../src/demo/index.ts";
@@ -181,6 +182,17 @@ function searchSuite(name: string, open: (dir: string) => Store) {
       assert.ok(plain.body.data.length >= 1 && plain.body.data.length <= 10);
       assert.match(plain.body.data[0].text, /lighthouse keeper/);
       assert.equal(await store.countChunks(otherTenantId), 0);
+    });
+
+    test("the typed client searches too, and a refused query is its error with the code", async () => {
+      const client = new LonghaulClient({ baseUrl: url, apiKey: key });
+      const answer = await client.search("lighthouse keeper logs every vessel", { mode: "keyword", k: 3 });
+      assert.equal(answer.mode, "keyword");
+      assert.equal(answer.data[0]?.task_id, ragTask);
+      await assert.rejects(client.search("x", { k: 0 }), {
+        name: "LonghaulClientError",
+        code: "VALIDATION_FAILED",
+      });
     });
 
     test("indexing again replaces a task's chunks: a step run twice leaves one copy", async () => {
