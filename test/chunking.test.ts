@@ -205,6 +205,8 @@ describe("query terms and rank fusion", () => {
     assert.deepEqual(queryTerms('"a" * NEAR( OR b- AND:c'), ["a", "near", "or", "b", "and", "c"]);
     assert.deepEqual(queryTerms('"*()'), []);
     assert.deepEqual(queryTerms("任务 恢复"), ["任务", "恢复"]);
+    // Combining marks stay inside their word (Devanagari vowel signs).
+    assert.deepEqual(queryTerms("हिन्दी पाठ"), ["हिन्दी", "पाठ"]);
   });
 
   test("reciprocal rank fusion with k = 60 favours what both lists rank high", () => {

@@ -10,6 +10,7 @@ import { demoTaskTypes } from "../src/demo/index.ts";
 import { simProvider } from "../src/providers/sim/sim-provider.ts";
 import { type Simulator, startSimulator } from "../src/providers/sim/simulator.ts";
 import { hashedNgramEmbedder } from "../src/search/hashed-ngram-embedder.ts";
+import { INSERT_BATCH } from "../src/store/ops/chunk-ops.ts";
 import { PostgresStore } from "../src/store/postgres/postgres-store.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
 import type { Store } from "../src/store/store.ts";
@@ -272,6 +273,7 @@ function searchSuite(name: string, open: (dir: string) => Store) {
         "'; DROP TABLE chunks; --",
         "\\",
         "😀 ∑ ﬁ Ünïcödé",
+        "हिन्दी पाठ",
         "\u0000",
         "a".repeat(2000),
         "!@#$%^&*()",
@@ -385,17 +387,16 @@ function searchSuite(name: string, open: (dir: string) => Store) {
         embedding: new Float32Array(embedder.dimensions),
       });
       await store.replaceTaskChunks(task, embedder, [row("m:0", "kept one"), row("m:1", "kept two")]);
-      // The third row repeats an id: the unique index refuses it after two rows were inserted.
-      await assert.rejects(
-        store.replaceTaskChunks(task, embedder, [
-          row("n:0", "new one"),
-          row("n:1", "new two"),
-          row("n:1", "dup"),
-        ]),
-      );
+      // Rows go in several statements (INSERT_BATCH each); the last row repeats an id, so the
+      // unique index refuses the last statement after the earlier ones inserted theirs.
+      const many = Array.from({ length: INSERT_BATCH * 2 + 50 }, (_, i) => row(`n:${i}`, `new ${i}`));
+      await assert.rejects(store.replaceTaskChunks(task, embedder, [...many, row("n:0", "dup")]));
       assert.equal(await store.countChunks(tenantId, "task_midway"), 2);
       const r = await search({ query: "new one kept", mode: "keyword", filter: { task_id: "task_midway" } });
       assert.deepEqual(r.body.data.map((h: { text: string }) => h.text).sort(), ["kept one", "kept two"]);
+      // Without the repeated id, all of them replace the old two.
+      assert.equal(await store.replaceTaskChunks(task, embedder, many), many.length);
+      assert.equal(await store.countChunks(tenantId, "task_midway"), many.length);
     });
 
     test("an embedder that answers the wrong dimension is EMBEDDING_DIMENSION_MISMATCH, and nothing is indexed", async () => {

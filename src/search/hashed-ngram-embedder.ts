@@ -2,7 +2,7 @@ import type { Embedder } from "./embedder.ts";
 
 /**
  * `hashed-ngram`: a local, deterministic embedder with no model and no network. Each word of
- * the text (letters and digits, lower-cased, NFKC) and each character trigram of each word
+ * the text (letters, combining marks and digits, lower-cased, NFKC) and each character trigram of each word
  * (with boundary marks, so short words and scripts without spaces, Chinese say, still share
  * features) is hashed (FNV-1a) into one of `dimensions` buckets with a hashed sign; the counts
  * are damped (square root) and the vector L2-normalised, so a dot product is a cosine.
@@ -23,7 +23,7 @@ export function hashedNgramEmbedder(dimensions = 384): Embedder {
   };
 }
 
-const WORD = /[\p{L}\p{N}]+/gu;
+const WORD = /[\p{L}\p{M}\p{N}]+/gu;
 
 function embedOne(text: string, dims: number): Float32Array {
   const counts = new Float64Array(dims);

@@ -52,6 +52,9 @@ export function bytesVector(b: Uint8Array): Float32Array {
   return new Float32Array(b.slice().buffer, 0, b.byteLength >> 2);
 }
 
+/** Rows per INSERT statement of `replaceTaskChunks`. */
+export const INSERT_BATCH = 200;
+
 /**
  * Replaces the task's chunks with `chunks`, in the caller's one transaction: the old rows go
  * and the new come in together, so a search sees either set whole and a step run again
@@ -65,12 +68,15 @@ export async function replaceTaskChunks(
 ): Promise<number> {
   await tx.run("DELETE FROM chunks WHERE tenant_id = ? AND task_id = ?", [task.tenantId, task.taskId]);
   const now = tx.clock.now();
-  for (const c of chunks) {
+  // Rows go in INSERT_BATCH at a time: one statement (one round trip on PostgreSQL) per batch,
+  // 15 parameters a row, far below either dialect's cap.
+  for (let at = 0; at < chunks.length; at += INSERT_BATCH) {
+    const batch = chunks.slice(at, at + INSERT_BATCH);
     await tx.run(
       `INSERT INTO chunks (tenant_id, id, task_id, task_type, file_id, ordinal, line_start, line_end, page,
                            text, metadata, embedder, dims, embedding, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [
+       VALUES ${batch.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)").join(", ")}`,
+      batch.flatMap((c) => [
         task.tenantId,
         c.id,
         task.taskId,
@@ -86,7 +92,7 @@ export async function replaceTaskChunks(
         embedder.dimensions,
         vectorBytes(c.embedding),
         now,
-      ],
+      ]),
     );
   }
   return chunks.length;
@@ -146,8 +152,8 @@ export async function chunkVectorPage(
 }
 
 /**
- * The tenant's chunks that hold any of `terms` (plain words: letters and digits only, so
- * nothing in them is query syntax), best first: SQLite's BM25 (negated, so higher is better)
+ * The tenant's chunks that hold any of `terms` (plain words: letters, marks and digits
+ * only, so nothing in them is query syntax), best first: SQLite's BM25 (negated, so higher is better)
  * or PostgreSQL's ts_rank. Scores compare within one answer only.
  */
 export async function keywordChunks(
