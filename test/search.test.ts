@@ -415,6 +415,31 @@ function searchSuite(name: string, open: (dir: string) => Store) {
       assert.equal(await store.countChunks(tenantId, "task_bad_dims"), 0);
     });
 
+    test("chunks that cannot be stored are CHUNKS_INVALID, and none of the set is written", async () => {
+      const index = taskIndex(
+        { chunks: store, embedder: hashedNgramEmbedder() },
+        { taskId: "task_invalid", tenantId, type: "t", userId: null, traceId: null },
+      );
+      const good = { text: "fine", source: { lines: { start: 1, end: 1 } } };
+      const bad: unknown[] = [
+        { text: "", source: {} },
+        { text: "x".repeat(32_001), source: {} },
+        { text: "x", source: { lines: { start: 0, end: 1 } } },
+        { text: "x", source: { lines: { start: 3, end: 2 } } },
+        { text: "x", source: {}, metadata: [1] },
+        { text: "x", source: {}, metadata: { big: "m".repeat(5000) } },
+        { text: "x", source: {}, fileId: 7 },
+      ];
+      for (const b of bad) {
+        await assert.rejects(
+          index.put([good, b as typeof good]),
+          { code: "CHUNKS_INVALID" },
+          JSON.stringify(b).slice(0, 60),
+        );
+      }
+      assert.equal(await store.countChunks(tenantId, "task_invalid"), 0);
+    });
+
     test("bad input is 400 with a stable code, never a 5xx", async () => {
       const bad: unknown[] = [
         {},

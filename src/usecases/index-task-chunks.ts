@@ -48,6 +48,9 @@ export function taskIndex(
   };
 }
 
+/** The longest metadata of one chunk, as JSON. */
+const MAX_METADATA_CHARS = 4096;
+
 function checkDrafts(drafts: readonly ChunkDraft[]): void {
   const refuse = (message: string) => {
     throw nonRetriable(new LonghaulError("CHUNKS_INVALID", message));
@@ -74,6 +77,12 @@ function checkDrafts(drafts: readonly ChunkDraft[]): void {
       (typeof c.metadata !== "object" || c.metadata === null || Array.isArray(c.metadata))
     ) {
       refuse(`Chunk ${i}'s metadata is not an object.`);
+    }
+    if (c.metadata !== undefined && JSON.stringify(c.metadata).length > MAX_METADATA_CHARS) {
+      refuse(`Chunk ${i}'s metadata is longer than ${MAX_METADATA_CHARS} characters as JSON.`);
+    }
+    if (c.fileId !== undefined && c.fileId !== null && typeof c.fileId !== "string") {
+      refuse(`Chunk ${i}'s fileId is not a string.`);
     }
   });
 }
