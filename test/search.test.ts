@@ -185,6 +185,41 @@ function searchSuite(name: string, open: (dir: string) => Store) {
       assert.equal(await store.countChunks(otherTenantId), 0);
     });
 
+    test("two tenants with the same text each find only their own chunks", async () => {
+      const submitted = await call("/v1/tasks", {
+        key: otherKey,
+        body: { type: "rag_summary", input: { document: DOCUMENT } },
+      });
+      assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
+      const theirs = submitted.body.task_id as string;
+      await waitFor(
+        async () => {
+          const r = await call(`/v1/tasks/${theirs}`, { key: otherKey });
+          return r.body.status === "succeeded" ? r.body : null;
+        },
+        60_000,
+        "the other tenant's rag_summary",
+      );
+      const sentence = "Tugboats wait beside the breakwater until the pilot signals with two green flares.";
+      for (const mode of MODES) {
+        const mine = await search({ query: sentence, mode, k: 100 });
+        const other = await search({ query: sentence, mode, k: 100 }, otherKey);
+        assert.ok(mine.body.data.length >= 1 && other.body.data.length >= 1, mode);
+        assert.ok(
+          mine.body.data.every((h: { task_id: string }) => h.task_id !== theirs),
+          mode,
+        );
+        assert.ok(
+          other.body.data.every((h: { task_id: string }) => h.task_id === theirs),
+          mode,
+        );
+        assert.ok(other.body.data[0].text.includes(sentence), mode);
+      }
+      // The other tenant's task id as a filter finds nothing for this tenant.
+      const crossed = await search({ query: sentence, filter: { task_id: theirs } });
+      assert.deepEqual(crossed.body.data, []);
+    });
+
     test("the typed client searches too, and a refused query is its error with the code", async () => {
       const client = new LonghaulClient({ baseUrl: url, apiKey: key });
       const answer = await client.search("lighthouse keeper logs every vessel", { mode: "keyword", k: 3 });
@@ -472,8 +507,10 @@ function searchSuite(name: string, open: (dir: string) => Store) {
     });
 
     test("a tenant with no chunks gets an empty list in every mode", async () => {
+      const emptyKey = newApiKey();
+      await store.createTenant({ name: "empty", keyHash: hashApiKey(emptyKey) });
       for (const mode of MODES) {
-        const r = await search({ query: "lighthouse", mode }, otherKey);
+        const r = await search({ query: "lighthouse", mode }, emptyKey);
         assert.equal(r.status, 200);
         assert.deepEqual(r.body, { data: [], mode });
       }

@@ -26,15 +26,17 @@ CREATE INDEX chunks_by_tenant_seq ON chunks (tenant_id, seq);
 -- A task's chunks replaced, a file's removed with it.
 CREATE INDEX chunks_by_task ON chunks (task_id);
 CREATE INDEX chunks_by_tenant_file ON chunks (tenant_id, file_id);
--- Keyword search. SQLite: an FTS5 index over `text` whose content is the chunks table itself,
--- kept in step by triggers. PostgreSQL: a generated tsvector with a GIN index. Both tokenize
--- without stemming ('simple', unicode61), so every language is searched the same way.
---sqlite: CREATE VIRTUAL TABLE chunks_fts USING fts5(text, content='chunks', content_rowid='seq', tokenize='unicode61 remove_diacritics 2');
+-- Keyword search. SQLite: an FTS5 index over `text` and `tenant_id` whose content is the chunks
+-- table itself, kept in step by triggers; a search matches the tenant's id as a phrase in the
+-- same query, so the index narrows to the tenant rather than a join after it. PostgreSQL: a
+-- generated tsvector with a GIN index. Both tokenize without stemming ('simple', unicode61),
+-- so every language is searched the same way.
+--sqlite: CREATE VIRTUAL TABLE chunks_fts USING fts5(text, tenant_id, content='chunks', content_rowid='seq', tokenize='unicode61 remove_diacritics 2');
 --sqlite: CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN
---sqlite:   INSERT INTO chunks_fts (rowid, text) VALUES (new.seq, new.text);
+--sqlite:   INSERT INTO chunks_fts (rowid, text, tenant_id) VALUES (new.seq, new.text, new.tenant_id);
 --sqlite: END;
 --sqlite: CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN
---sqlite:   INSERT INTO chunks_fts (chunks_fts, rowid, text) VALUES ('delete', old.seq, old.text);
+--sqlite:   INSERT INTO chunks_fts (chunks_fts, rowid, text, tenant_id) VALUES ('delete', old.seq, old.text, old.tenant_id);
 --sqlite: END;
 --postgres: ALTER TABLE chunks ADD COLUMN tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED;
 --postgres: CREATE INDEX chunks_tsv ON chunks USING gin (tsv);

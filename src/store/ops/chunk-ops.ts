@@ -165,10 +165,14 @@ export async function keywordChunks(
   const f = filterSql(tx, q.filter);
   let rows: { seq: number | string; score: number | string }[];
   if (tx.d.name === "sqlite") {
-    // Each term a quoted FTS5 string, its quotes doubled: text, never an operator.
-    const match = q.terms.map((t) => `"${t.replaceAll('"', '""')}"`).join(" OR ");
+    // Each term a quoted FTS5 string, its quotes doubled: text, never an operator. The tenant's
+    // id is matched as a phrase of its own column, so the index narrows to the tenant's rows
+    // (the equality on c.tenant_id keeps exactly them: another id could hold the phrase);
+    // bm25 weighs that column 0.
+    const quote = (t: string) => `"${t.replaceAll('"', '""')}"`;
+    const match = `tenant_id : ${quote(tenantId)} AND text : (${q.terms.map(quote).join(" OR ")})`;
     rows = await tx.all(
-      `SELECT c.seq, -bm25(chunks_fts) AS score FROM chunks_fts JOIN chunks c ON c.seq = chunks_fts.rowid
+      `SELECT c.seq, -bm25(chunks_fts, 1.0, 0.0) AS score FROM chunks_fts JOIN chunks c ON c.seq = chunks_fts.rowid
        WHERE chunks_fts MATCH ? AND c.tenant_id = ?${f.sql}
        ORDER BY score DESC, c.seq LIMIT ?`,
       [match, tenantId, ...f.params, q.limit],
