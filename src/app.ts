@@ -14,7 +14,7 @@ import { metaValueAt } from "./core/sealed-at.ts";
 import { OptionSettings } from "./core/settings.ts";
 import { checkSettings } from "./core/settings-check.ts";
 import type { StorageUrlsConfig } from "./core/storage-urls.ts";
-import type { TaskType } from "./core/task-type.ts";
+import type { TaskInfo, TaskType } from "./core/task-type.ts";
 import { workKinds } from "./core/work-item.ts";
 import { type EmbeddedCalls, embeddedCalls } from "./embedded.ts";
 import { providerRegistry, taskTypeRegistry } from "./engine/registry.ts";
@@ -32,12 +32,15 @@ import { urlReader } from "./outbound/read-url.ts";
 import { type OutboundConfig, outboundSettings } from "./outbound/settings.ts";
 import type { Resolve } from "./outbound/ssrf.ts";
 import type { Provider } from "./providers/provider.ts";
+import type { Embedder } from "./search/embedder.ts";
+import { hashedNgramEmbedder } from "./search/hashed-ngram-embedder.ts";
 import { SEALED_META_KEYS } from "./secrets/sealed-meta-keys.ts";
 import { secretBoxFrom } from "./secrets/secret-box.ts";
 import { openStore, sqlitePathOf } from "./store/open-store.ts";
 import type { Store } from "./store/store.ts";
 import { CapabilityUrls } from "./tokens/capability-urls.ts";
 import { type Keyring, keyringFromConfig, TOKEN_KEYS_META_KEY, type TokenKey } from "./tokens/keyring.ts";
+import { taskIndex } from "./usecases/index-task-chunks.ts";
 import { taskFiles } from "./usecases/task-files.ts";
 
 export interface LonghaulOptions {
@@ -51,6 +54,11 @@ export interface LonghaulOptions {
    */
   blobs?: BlobStore;
   blobDir?: string;
+  /**
+   * How tasks' chunks and search queries become vectors (README "Search"). Default the local
+   * `hashed-ngram` embedder, 384 dimensions: no model, no network.
+   */
+  embedder?: Embedder;
   taskTypes?: TaskType[];
   /** The same as `taskTypes` (both may be given; a name registered twice is CONFIG_INVALID). */
   tasks?: TaskType[];
@@ -278,6 +286,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
   const urls = new CapabilityUrls(keyring, baseUrl, defaultWaitMs, clock);
 
   const outbound = outboundSettings(opts.outbound, secrets);
+  const embedder = opts.embedder ?? hashedNgramEmbedder();
   const fileUrls = urlReader({
     policy: { allowPrivateNetworks: outbound.allowPrivateNetworks },
     maxBytes: fileSizeCap(limits.file_max_bytes),
@@ -322,6 +331,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
             notify,
             ...(opts.random ? { random: opts.random } : {}),
             taskFiles: (tenantId: string) => taskFiles({ files: store, blobs, urls: fileUrls }, tenantId),
+            taskIndex: (task: TaskInfo) => taskIndex({ chunks: store, embedder }, task),
             httpPressed: () => pressure?.pressed() ?? false,
           },
           opts.worker,
@@ -346,6 +356,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     metricsPublic: opts.metrics?.public === true,
     // A worker node answers its health probe and metrics, not the API (README "Commands").
     routes: role === "worker" ? "health" : "all",
+    embedder,
   });
   if (role === "all") pressure = httpPressure(server.server, opts.pressureSignals);
   let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | null = null;

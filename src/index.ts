@@ -26,6 +26,7 @@ export async function createLonghaul(opts?: LonghaulOptions): Promise<Longhaul> 
 /** @deprecated Import `longhaul` (= `createLonghaul`) from `longhaul/server`. */
 export const longhaul = createLonghaul;
 
+export type { ChunkDraft, SourceSpan, TaskIndex } from "./core/chunk.ts";
 export type { Clock } from "./core/clock.ts";
 export type { Duration } from "./core/duration.ts";
 export {
@@ -80,6 +81,14 @@ export type {
 export { JobResultFailure, ProviderError } from "./providers/provider.ts";
 export { type SimProviderOptions, simProvider } from "./providers/sim/sim-provider.ts";
 export type { Simulator, SimulatorOptions } from "./providers/sim/simulator.ts";
+export {
+  type ChunkOptions,
+  chunkDocument,
+  type DocumentKind,
+  type TextChunk,
+} from "./search/chunk-document.ts";
+export { type Embedder, embedChecked } from "./search/embedder.ts";
+export { hashedNgramEmbedder } from "./search/hashed-ngram-embedder.ts";
 
 /**
  * @deprecated Import it from `longhaul/testing`; this re-export goes in the next minor release.

@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { signStandardWebhook } from "../src/webhooks/standard-webhooks.ts";
 import { waitFor } from "./helpers.ts";
@@ -53,7 +52,7 @@ describe("tasks end to end over HTTP on a SQLite file", () => {
     assert.equal(task.steps[0].status, "failed");
   });
 
-  test("rag_summary summarizes with the simulated LLM, then chunks and stores the document", async () => {
+  test("rag_summary summarizes with the simulated LLM, then chunks the document and indexes the chunks", async () => {
     const document = `${"Longhaul keeps long work durable. ".repeat(60)}\n\nIt resumes tasks on signed webhooks.`;
     const task = await runToEnd(stack, { type: "rag_summary", input: { document } });
     assert.equal(task.status, "succeeded", JSON.stringify(task.error));
@@ -67,9 +66,9 @@ describe("tasks end to end over HTTP on a SQLite file", () => {
         ["store-chunks", "succeeded"],
       ],
     );
-    assert.ok(existsSync(task.output.location));
-    const lines = readFileSync(task.output.location, "utf8").trim().split("\n");
-    assert.equal(lines.length, task.output.chunks);
+    assert.deepEqual(task.output.index, { embedder: "hashed-ngram", dimensions: 384 });
+    // Indexed once: the chunks are the tenant's, as many as the output says.
+    assert.equal(await stack.store.countChunks(stack.tenantId, task.task_id), task.output.chunks);
   });
 
   test("submitting with the same client_request_id or Idempotency-Key returns the same task", async () => {

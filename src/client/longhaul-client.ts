@@ -1,6 +1,8 @@
 import { SseParser } from "./sse-parser.ts";
 import type {
   ApprovalNotification,
+  SearchAnswer,
+  SearchRequest,
   SignalResult,
   SubmitResult,
   TaskDetail,
@@ -167,6 +169,15 @@ export class LonghaulClient {
       data: data ?? null,
       ...(opts.id === undefined ? {} : { id: opts.id }),
     });
+  }
+
+  /**
+   * Searches the tenant's indexed chunks (`POST /v1/search`), best first: `mode` `vector`,
+   * `keyword` or `hybrid` (default), `k` 1 to 100 (default 10), `filter` by task, task type,
+   * file or metadata.
+   */
+  search(query: string, opts: Omit<SearchRequest, "query"> = {}): Promise<SearchAnswer> {
+    return this.call("POST", "/v1/search", { ...opts, query });
   }
 
   /** Registers an outbound webhook endpoint; the `secret` (to verify deliveries) is shown only here. */

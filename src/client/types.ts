@@ -79,3 +79,7 @@ export type TaskTypeList = Static<typeof wire.TaskTypeList>;
 /** `GET /v1/stats/tasks`. */
 export type TaskStats = Static<typeof wire.TaskStats>;
 export type StatsBucket = Static<typeof wire.StatsBucket>;
+
+export type SearchRequest = Static<typeof wire.SearchRequest>;
+export type SearchResult = Static<typeof wire.SearchResult>;
+export type SearchAnswer = Static<typeof wire.SearchAnswer>;

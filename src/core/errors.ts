@@ -93,6 +93,8 @@ export const errorCodes = [
   "NOTIFICATION_NOT_REPLAYABLE",
   "NOTIFY_FAILED",
   "APPROVER_MISMATCH",
+  "EMBEDDING_DIMENSION_MISMATCH",
+  "CHUNKS_INVALID",
 ] as const;
 
 export type ErrorCode = (typeof errorCodes)[number];

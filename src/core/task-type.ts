@@ -1,4 +1,5 @@
 import type { ArtifactInfo } from "./artifact.ts";
+import type { TaskIndex } from "./chunk.ts";
 import type { Duration } from "./duration.ts";
 import type { TaskFiles } from "./file-refs.ts";
 import type { NotifyEntry } from "./notification.ts";
@@ -237,6 +238,11 @@ export interface TaskContext extends TaskInfo {
    * the task's tenant; `{"url"}` streamed from the URL (README "Files").
    */
   files?: TaskFiles;
+  /**
+   * The tenant's search index: `put` replaces the task's chunks, embedded, all at once (README
+   * "Search"). Call it inside `step.run`; a run again leaves one copy.
+   */
+  index?: TaskIndex;
   /** Replay-aware log lines: each is written once, to the task's timeline and the worker's log. */
   log?: TaskLog;
   /** Aborts when the task is canceled while its function runs: pass it to `fetch` and the like. */
@@ -251,6 +257,8 @@ export interface RunArgs extends TaskInfo {
    * the task's tenant; absent on an engine without a blob store.
    */
   files?: TaskFiles;
+  /** The tenant's search index: `put` replaces the task's chunks, all at once; absent on an engine without one. */
+  index?: TaskIndex;
   /** Replay-aware log lines: each is written once, to the task's timeline and the worker's log. */
   log: TaskLog;
   /** Aborts when the task is canceled while its function runs: pass it to `fetch` and the like. */

@@ -1,6 +1,5 @@
 import type { TaskType } from "../core/task-type.ts";
 import { graphTask } from "../graph/graph-task.ts";
-import { fileChunkSink } from "./chunk-sink.ts";
 import { demoApproval } from "./demo-approval.ts";
 import { demoCallback } from "./demo-callback.ts";
 import { demoEcho } from "./demo-echo.ts";
@@ -9,15 +8,9 @@ import { ragSummary } from "./rag-summary.ts";
 
 /**
  * The task types `longhaul dev` registers (ARCHITECTURE §7), and `graph`, which runs declarative
- * graphs. Chunks of `rag_summary` go under `dataDir/chunks`.
+ * graphs. `rag_summary` indexes its chunks in the tenant's search index (`ctx.index`);
+ * `_dataDir`, where they once went as files, is no longer read and is kept so callers compile.
  */
-export function demoTaskTypes(dataDir: string): TaskType[] {
-  return [
-    demoEcho,
-    demoCallback,
-    demoApproval,
-    demoFile,
-    ragSummary(fileChunkSink(`${dataDir}/chunks`)),
-    graphTask,
-  ];
+export function demoTaskTypes(_dataDir?: string): TaskType[] {
+  return [demoEcho, demoCallback, demoApproval, demoFile, ragSummary(), graphTask];
 }

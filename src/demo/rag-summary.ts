@@ -1,8 +1,7 @@
-import { LonghaulError } from "../core/errors.ts";
+import { LonghaulError, NonRetriableError } from "../core/errors.ts";
 import { asFileRef, type FileRef } from "../core/file-refs.ts";
 import { defineTask, type TaskContext } from "../core/task-type.ts";
-import type { ChunkSink } from "./chunk-sink.ts";
-import { chunkText } from "./chunk-text.ts";
+import { chunkDocument } from "../search/chunk-document.ts";
 
 /** The document inline (small texts), or a reference to it: one of the tenant's files or a URL. */
 export type RagSummaryInput = { document: string } | { file_id: string } | { url: string };
@@ -10,7 +9,14 @@ export type RagSummaryInput = { document: string } | { file_id: string } | { url
 export interface RagSummaryOutput {
   summary: string;
   chunks: number;
-  location: string;
+  /** The embedder the chunks were indexed with, for `POST /v1/search`. */
+  index: { embedder: string; dimensions: number };
+}
+
+/** How `rag_summary` cuts its document (src/search/chunk-document.ts): characters per chunk and of overlap. */
+export interface RagSummaryOptions {
+  chunkSize?: number;
+  chunkOverlap?: number;
 }
 
 // What a path or URL looks like: refused as an inline document, since it would be summarized as text.
@@ -29,10 +35,12 @@ async function readDocument(ref: FileRef, ctx: TaskContext): Promise<string> {
 /**
  * `rag_summary`: the brief's pipeline. The document is read (streamed, when it is a file
  * reference), a summary comes from the (simulated) LLM, then the post-processing a worker does
- * once the webhook lands: chunk the document and store the chunks. Each stage is a step, so a
- * crash after the summary never pays for it twice.
+ * once the webhook lands: chunk the document along its headings and paragraphs and index the
+ * chunks (`ctx.index`, searchable with `POST /v1/search`), with the file they came from. Each
+ * stage is a step, so a crash after the summary never pays for it twice, and indexing again
+ * replaces the task's chunks rather than adding to them.
  */
-export function ragSummary(sink: ChunkSink) {
+export function ragSummary(opts: RagSummaryOptions = {}) {
   return defineTask<RagSummaryInput, RagSummaryOutput>(
     "rag_summary",
     async (input, step, ctx) => {
@@ -46,10 +54,23 @@ export function ragSummary(sink: ChunkSink) {
         input: { instruction: "summarize", document },
       });
       const chunks = await step.run("chunk", () =>
-        chunkText(document).map((text, i) => ({ id: `${ctx.taskId}-${i}`, text })),
+        chunkDocument(document, {
+          ...(opts.chunkSize === undefined ? {} : { size: opts.chunkSize }),
+          ...(opts.chunkOverlap === undefined ? {} : { overlap: opts.chunkOverlap }),
+        }),
       );
-      const { location } = await step.run("store-chunks", () => sink.put(ctx.taskId, chunks));
-      return { summary, chunks: chunks.length, location };
+      const fileId = ref !== null && "file_id" in ref ? ref.file_id : null;
+      const source = ref === null ? "inline" : "file_id" in ref ? "file" : "url";
+      const indexed = await step.run("store-chunks", () => {
+        if (!ctx.index)
+          throw new NonRetriableError("this deployment gives tasks no ctx.index to store chunks in");
+        return ctx.index.put(chunks.map((c) => ({ ...c, fileId, metadata: { source } })));
+      });
+      return {
+        summary,
+        chunks: chunks.length,
+        index: { embedder: indexed.embedder, dimensions: indexed.dimensions },
+      };
     },
     {
       validate(input) {

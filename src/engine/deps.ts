@@ -1,9 +1,10 @@
 import type { Logger } from "pino";
 import type { BlobStore } from "../blobs/blob-store.ts";
+import type { TaskIndex } from "../core/chunk.ts";
 import type { Clock } from "../core/clock.ts";
 import type { TaskFiles } from "../core/file-refs.ts";
 import type { Registry } from "../core/registry.ts";
-import type { TaskType } from "../core/task-type.ts";
+import type { TaskInfo, TaskType } from "../core/task-type.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { NotifySettings } from "../notify/settings.ts";
 import type { OutboundSettings } from "../outbound/settings.ts";
@@ -78,6 +79,8 @@ export interface EngineDeps {
   random?: () => number;
   /** The `ctx.files` of a tenant's tasks (files streamed from the blob store); absent: none. */
   taskFiles?: (tenantId: string) => TaskFiles;
+  /** The `ctx.index` of a task (its chunks into the tenant's search index); absent: none. */
+  taskIndex?: (task: TaskInfo) => TaskIndex;
   /**
    * True while the HTTP server of the same process is pressed (`httpPressure`): the worker
    * then claims at most YIELD_CLAIM items at a time, YIELD_PAUSE_MS apart. Absent: never pressed.

@@ -123,6 +123,13 @@ export const errorStatus: Readonly<Record<ErrorCode, number>> = {
   NOTIFY_FAILED: 502,
   /** A Slack button for one approver clicked by another person, or by a Slack user mapped to nobody. */
   APPROVER_MISMATCH: 403,
+  /**
+   * An embedder answered vectors of another length than it declares (or another count than it
+   * was given texts): nothing of the batch was indexed.
+   */
+  EMBEDDING_DIMENSION_MISMATCH: 502,
+  /** Chunks a task handed to `ctx.index.put` that cannot be stored (an empty text, a duplicate id…); none were. */
+  CHUNKS_INVALID: 400,
 };
 
 /** The HTTP status of an error: its code's, or 500 for anything that is not a LonghaulError. */

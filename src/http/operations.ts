@@ -52,6 +52,7 @@ export const operations: Readonly<Record<string, { id: string; tag: string }>> =
   "GET /v1/files/{id}": { id: "getFile", tag: "Files" },
   "GET /v1/files/{id}/content": { id: "getFileContent", tag: "Files" },
   "DELETE /v1/files/{id}": { id: "deleteFile", tag: "Files" },
+  "POST /v1/search": { id: "searchChunks", tag: "Search" },
   "POST /v1/webhook-endpoints": { id: "createWebhookEndpoint", tag: "Webhook endpoints" },
   "GET /v1/webhook-endpoints": { id: "listWebhookEndpoints", tag: "Webhook endpoints" },
   "POST /v1/webhook-endpoints/{id}/rotate-secret": {
@@ -76,6 +77,7 @@ export const operationTags = [
   { name: "Events", description: "The tenant's task log, live: Server-Sent Events or a WebSocket." },
   { name: "Tokens", description: "Short-lived read-only tokens for a browser following its task." },
   { name: "Files", description: "Uploaded files: streamed in, read back whole or by range." },
+  { name: "Search", description: "Tasks' indexed chunks: vector, keyword and hybrid search." },
   { name: "Signals", description: "Events that end waitForEvent steps." },
   { name: "Usage", description: "Tasks, jobs and tokens counted per tenant." },
   { name: "Webhook endpoints", description: "Outbound webhooks: endpoints, secrets and deliveries." },

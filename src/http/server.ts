@@ -15,6 +15,7 @@ import type { Source } from "../ingress/sources.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import { type NotifySettings, notifyContext } from "../notify/settings.ts";
 import type { OutboundSettings } from "../outbound/settings.ts";
+import type { Embedder } from "../search/embedder.ts";
 import type { Store } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 import type { Keyring } from "../tokens/keyring.ts";
@@ -42,6 +43,7 @@ import { payloadsRoutes } from "./payloads-routes.ts";
 import { hookWindows, installRateLimits } from "./rate-limits.ts";
 import { referencePageHeaders, renderReferencePage } from "./reference-page.ts";
 import { REQUEST_ID_HEADER, requestIdFor } from "./request-id.ts";
+import { searchRoutes } from "./search-routes.ts";
 import { lazySerializers } from "./serializers.ts";
 import { signalsRoutes } from "./signals-routes.ts";
 import { slackRoutes } from "./slack-routes.ts";
@@ -82,6 +84,8 @@ export interface ServerDeps {
    * a worker node (`serve --role worker`), which an orchestrator probes but no client calls.
    */
   routes?: "all" | "health" | undefined;
+  /** The embedder of `POST /v1/search`'s vector queries: the one tasks' chunks are indexed with. */
+  embedder: Embedder;
 }
 
 /** Where large values go and how many of their bytes a task's view reads back (ARCHITECTURE §4.10). */
@@ -336,6 +340,7 @@ export function buildServer(d: ServerDeps): FastifyInstance {
     eventsRoutes(api, d.store, streams);
     tokensRoutes(api, { store: d.store, keyring: d.keyring, clock: d.clock });
     webhookEndpointsRoutes(api, d.store, d.outbound, limits.webhook_endpoints_per_tenant);
+    searchRoutes(api, { store: d.store, embedder: d.embedder });
     if (d.blobs) artifactsRoutes(api, { store: d.store, blobs: d.blobs });
     if (d.blobs)
       filesRoutes(api, {

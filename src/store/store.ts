@@ -1,4 +1,5 @@
 import type { ArtifactRow } from "../core/artifact.ts";
+import type { ChunkFilter, ChunkRow, NewChunk } from "../core/chunk.ts";
 import type { DeliveryAttemptResult, DeliveryState } from "../core/delivery.ts";
 import type { ErrorInfo } from "../core/errors.ts";
 import type { FileRow, NewFile } from "../core/file.ts";
@@ -448,7 +449,34 @@ export interface Store
     MetaStore,
     StatsStore,
     FileStore,
-    ArtifactStore {}
+    ArtifactStore,
+    ChunkStore {}
+
+/**
+ * The chunks index (`core/chunk.ts`, migration 023): tasks' chunks with their vectors, and
+ * the reads an exact vector scan and a keyword search need. Every call names the tenant.
+ */
+export interface ChunkStore {
+  /** Replaces the task's chunks, in one transaction: all of `chunks` or, on a failure, the old set. */
+  replaceTaskChunks(
+    task: { tenantId: string; taskId: string; taskType: string },
+    embedder: { name: string; dimensions: number },
+    chunks: readonly NewChunk[],
+  ): Promise<number>;
+  /** A page of the tenant's vectors of one embedder, in seq order after `afterSeq`. */
+  chunkVectorPage(
+    tenantId: string,
+    q: { embedder: string; dims: number; filter: ChunkFilter; afterSeq: number; limit: number },
+  ): Promise<{ seq: number; embedding: Float32Array }[]>;
+  /** The tenant's chunks holding any of `terms` (plain words), best first. */
+  keywordChunks(
+    tenantId: string,
+    q: { terms: readonly string[]; filter: ChunkFilter; limit: number },
+  ): Promise<{ seq: number; score: number }[]>;
+  chunksBySeq(tenantId: string, seqs: readonly number[]): Promise<ChunkRow[]>;
+  /** How many chunks the tenant has, or one of its tasks. */
+  countChunks(tenantId: string, taskId?: string): Promise<number>;
+}
 
 /**
  * Uploaded files' rows (`core/file.ts`); their bytes are the blob store's. Every read and
@@ -468,7 +496,7 @@ export interface FileStore {
     tenantId: string,
     q: { limit: number; cursor?: string | undefined },
   ): Promise<{ files: FileRow[]; nextCursor: string | null }>;
-  /** Deletes the row and answers it, or null when the tenant has no such file. */
+  /** Deletes the row, and the chunks indexed from it, and answers it; null when the tenant has no such file. */
   deleteFile(tenantId: string, id: string): Promise<FileRow | null>;
   /**
    * Which of `keys` (blob keys, any tenant's) a file's or an artifact's row names: what the

@@ -1,11 +1,12 @@
 import type { BlobStore } from "../blobs/blob-store.ts";
+import type { TaskIndex } from "../core/chunk.ts";
 import type { Clock } from "../core/clock.ts";
 import { LonghaulError, toErrorInfo } from "../core/errors.ts";
 import type { TaskFiles } from "../core/file-refs.ts";
 import { type RunResult, runTask } from "../core/replay.ts";
 import type { StoredStep } from "../core/step.ts";
 import type { LogLine } from "../core/task-log.ts";
-import type { TaskType } from "../core/task-type.ts";
+import type { TaskInfo, TaskType } from "../core/task-type.ts";
 import type { WaitRequest } from "../core/wait.ts";
 import { type NotifySettings, notifyContext } from "../notify/settings.ts";
 import type { AdvanceStore, ArtifactStore, Lease, QueueStore, WaitStore } from "../store/store.ts";
@@ -63,6 +64,8 @@ export async function advanceTask(
     onLog?: (line: LogLine, who: TaskLogSubject) => void;
     /** The `ctx.files` of a tenant's tasks; absent: tasks have none. */
     taskFiles?: ((tenantId: string) => TaskFiles) | undefined;
+    /** The `ctx.index` of a task; absent: tasks have none. */
+    taskIndex?: ((task: TaskInfo) => TaskIndex) | undefined;
   },
   a: { taskId: string; lease: Lease; attempts: number },
 ): Promise<AdvanceTaskResult> {
@@ -131,6 +134,7 @@ export async function advanceTask(
         userId: task.userId,
         traceId: task.traceId,
         ...(d.taskFiles ? { files: d.taskFiles(task.tenantId) } : {}),
+        ...(d.taskIndex ? { index: d.taskIndex(who) } : {}),
       },
       signal: canceled.signal,
       history,

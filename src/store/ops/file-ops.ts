@@ -4,6 +4,7 @@ import type { Quotas } from "../../core/quota.ts";
 import { parseJson } from "../json.ts";
 import { pageById } from "../sql/page.ts";
 import type { Tx } from "../sql/tx.ts";
+import { deleteFileChunks } from "./chunk-ops.ts";
 
 /*
  * Files' rows, written once for both dialects (src/core/file.ts). The bytes are the blob
@@ -120,6 +121,7 @@ export async function deleteFile(tx: Tx, tenantId: string, id: string): Promise<
   ]);
   if (!row) return null;
   await tx.run("DELETE FROM files WHERE id = ?", [id]);
+  await deleteFileChunks(tx, tenantId, id);
   return toFile(row);
 }
 

@@ -1,3 +1,4 @@
+import type { ChunkFilter, NewChunk } from "../../core/chunk.ts";
 import type { ErrorInfo } from "../../core/errors.ts";
 import type { JobStatus } from "../../core/job.ts";
 import type { ProviderEvent } from "../../core/provider-event.ts";
@@ -7,6 +8,7 @@ import type { WaitRequest } from "../../core/wait.ts";
 import type { MigrationStatus } from "../migrations.ts";
 import * as advance from "../ops/advance-ops.ts";
 import * as artifacts from "../ops/artifact-ops.ts";
+import * as chunks from "../ops/chunk-ops.ts";
 import * as eventLog from "../ops/event-log-ops.ts";
 import * as files from "../ops/file-ops.ts";
 import * as inbox from "../ops/inbox-ops.ts";
@@ -366,5 +368,29 @@ export abstract class SqlStore implements Store {
   }
   namedBlobKeys(keys: readonly string[]) {
     return this.run.read((tx) => files.namedBlobKeys(tx, keys));
+  }
+
+  // ── chunks ──
+  replaceTaskChunks(
+    task: { tenantId: string; taskId: string; taskType: string },
+    embedder: { name: string; dimensions: number },
+    rows: readonly NewChunk[],
+  ) {
+    return this.run.write((tx) => chunks.replaceTaskChunks(tx, task, embedder, rows));
+  }
+  chunkVectorPage(
+    tenantId: string,
+    q: { embedder: string; dims: number; filter: ChunkFilter; afterSeq: number; limit: number },
+  ) {
+    return this.run.read((tx) => chunks.chunkVectorPage(tx, tenantId, q));
+  }
+  keywordChunks(tenantId: string, q: { terms: readonly string[]; filter: ChunkFilter; limit: number }) {
+    return this.run.read((tx) => chunks.keywordChunks(tx, tenantId, q));
+  }
+  chunksBySeq(tenantId: string, seqs: readonly number[]) {
+    return this.run.read((tx) => chunks.chunksBySeq(tx, tenantId, seqs));
+  }
+  countChunks(tenantId: string, taskId?: string) {
+    return this.run.read((tx) => chunks.countChunks(tx, tenantId, taskId));
   }
 }
