@@ -93,6 +93,7 @@ export const errorCodes = [
   "NOTIFICATION_NOT_REPLAYABLE",
   "NOTIFY_FAILED",
   "APPROVER_MISMATCH",
+  "TASK_NOT_RERUNNABLE",
 ] as const;
 
 export type ErrorCode = (typeof errorCodes)[number];
