@@ -1,12 +1,16 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { describe, test } from "node:test";
+import { after, describe, test } from "node:test";
 import { ManualClock } from "../src/core/clock.ts";
 import { LonghaulError } from "../src/core/errors.ts";
 import { storedRef } from "../src/core/payload.ts";
+import { Registry } from "../src/core/registry.ts";
+import { defineTask, type TaskType } from "../src/core/task-type.ts";
 import { PostgresStore } from "../src/store/postgres/postgres-store.ts";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.ts";
 import type { Lease, Store } from "../src/store/store.ts";
+import { rerunTask } from "../src/usecases/rerun-task.ts";
+import { rerunTasks } from "../src/usecases/rerun-tasks.ts";
 import { tempDir } from "./helpers.ts";
 import { pgAvailableOrReport, pgTestSchemas, pgUnreachable, pgUrl } from "./pg-env.ts";
 
@@ -204,6 +208,7 @@ function rerunContract(name: string, open: Open): void {
 }
 
 const tmp = tempDir("longhaul-rerun-store-");
+after(() => tmp.cleanup());
 let files = 0;
 rerunContract("sqlite", async (clock) => {
   const store = new SqliteStore({ path: join(tmp.dir, `s${files++}.db`), clock });
@@ -220,3 +225,46 @@ if (pgAvailableOrReport(unreachable, "PostgreSQL re-run tests")) {
     return store;
   });
 }
+
+describe("re-running a type the node no longer registers", () => {
+  test("one re-run is TASK_TYPE_UNKNOWN and makes nothing; a bulk re-run skips it", async () => {
+    const store = new SqliteStore({
+      path: join(tmp.dir, "types.db"),
+      clock: new ManualClock(Date.UTC(2026, 0, 1)),
+    });
+    await store.migrate();
+    try {
+      const tenant = await store.createTenant({ name: "acme", keyHash: "hash-types" });
+      const { task } = await store.submitTask({
+        tenantId: tenant.id,
+        type: "gone",
+        input: {},
+        clientRequestId: null,
+        userId: null,
+        traceId: null,
+      });
+      const [item] = await store.claim("w", 1, 30_000);
+      const lease: Lease = { itemId: item!.id, owner: "w" };
+      await store.beginAdvance(lease, task.id);
+      await store.finishAdvance(lease, task.id, {
+        kind: "failed",
+        error: { code: "TASK_FAILED", message: "x" },
+      });
+      const types = new Registry<TaskType>("task type", "TASK_TYPE_UNKNOWN").add(
+        defineTask("kept", async () => null),
+      );
+      await rejectsCode(
+        rerunTask({ tasks: store, taskTypes: types }, { tenantId: tenant.id, taskId: task.id }),
+        "TASK_TYPE_UNKNOWN",
+      );
+      assert.deepEqual((await store.getTask(tenant.id, task.id))!.reruns, []);
+      const bulk = await rerunTasks({ tasks: store, taskTypes: types }, { tenantId: tenant.id, filter: {} });
+      assert.deepEqual(bulk, { matched: [], reruns: [], more: false });
+      // Without a registry to ask, nothing is skipped.
+      const made = await rerunTasks({ tasks: store }, { tenantId: tenant.id, filter: {} });
+      assert.deepEqual(made.matched, [task.id]);
+    } finally {
+      await store.close();
+    }
+  });
+});

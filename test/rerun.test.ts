@@ -218,6 +218,15 @@ describe("re-running a task over HTTP on a SQLite file", () => {
     assert.equal(foreign.status, 404);
     assert.equal(foreign.body.error.code, "TASK_NOT_FOUND");
     assert.equal((await stack.api("/v1/tasks/t_missing/rerun", { body: {} })).status, 404);
+    // No body at all is the default: from the failed step.
+    const bare = await fetch(`${stack.url}/v1/tasks/${id}/rerun`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${stack.key}` },
+    });
+    assert.equal(bare.status, 202);
+    await stack.api(`/v1/tasks/${((await bare.json()) as { task_id: string }).task_id}/cancel`, {
+      method: "POST",
+    });
   });
 
   test("bulk: a dry run names the matching tasks, a re-run makes one of each, asked again makes none", async () => {
