@@ -44,6 +44,8 @@ test("a failed task's Re-run button makes the new task and shows it, linked both
     const newId = (await page.textContent("h1"))!.trim();
     assert.notEqual(newId, id);
     assert.match(newId, /^t_/);
+    // Its timeline says what it re-runs and how many steps it reused.
+    await page.getByText("from the failed step, 1 step reused").waitFor({ timeout: 15_000 });
     const task = await waitFor(async () => {
       const r = await stack.api(`/v1/tasks/${newId}`);
       return r.body.status === "succeeded" ? r.body : null;
