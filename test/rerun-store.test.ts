@@ -170,6 +170,10 @@ function rerunContract(name: string, open: Open): void {
       const [a, b] = await Promise.all([store.rerunTask(req), store.rerunTask(req)]);
       assert.equal(a.task.id, b.task.id);
       assert.deepEqual([a.created, b.created].sort(), [false, true]);
+      assert.deepEqual([a.reusedSteps, b.reusedSteps], [2, 2]);
+      // Asked again from the start, the answer is still the first re-run, which reused two.
+      const again = await store.rerunTask({ ...req, from: "start" });
+      assert.deepEqual([again.task.id, again.created, again.reusedSteps], [a.task.id, false, 2]);
       assert.deepEqual((await store.getTask(tenant.id, old.id))!.reruns, [a.task.id]);
       assert.equal((await store.getTask(tenant.id, a.task.id))!.steps.length, 2);
       const second = await failedTask(store, tenant.id);

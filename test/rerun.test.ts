@@ -166,6 +166,7 @@ describe("re-running a task over HTTP on a SQLite file", () => {
     assert.equal(first.status, 202);
     assert.equal(second.status, 200);
     assert.equal(second.body.created, false);
+    assert.equal(second.body.reused_steps, 2);
     assert.equal(second.body.task_id, first.body.task_id);
     const byHeader = await stack.api(`/v1/tasks/${old.task_id}/rerun`, {
       body: {},

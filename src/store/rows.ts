@@ -92,6 +92,7 @@ export interface TaskDbRow {
   trace_id: string | null;
   /** Migration 024. */
   rerun_of: string | null;
+  rerun_reused_steps: number | null;
   created_at: number;
   updated_at: number;
 }

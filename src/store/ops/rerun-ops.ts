@@ -52,8 +52,15 @@ export async function rerunTask(
     traceId: old.traceId,
     rerunOf: old.id,
   });
-  // The re-run this client_request_id made first: its steps were copied then.
-  if (!created) return { task, created, reusedSteps: reused.length };
+  // The re-run this client_request_id made first: its steps were copied then, maybe from another point.
+  if (!created) {
+    const first = await tx.get<{ n: number | null }>(
+      "SELECT rerun_reused_steps AS n FROM tasks WHERE id = ?",
+      [task.id],
+    );
+    return { task, created, reusedSteps: Number(first?.n ?? 0) };
+  }
+  await tx.run("UPDATE tasks SET rerun_reused_steps = ? WHERE id = ?", [reused.length, task.id]);
   if (reused.length > 0) await copyReused(tx, old.id, task.id, reused);
   tx.emit(task.tenantId, task.id, "task.rerun", {
     rerun_of: old.id,
