@@ -161,6 +161,8 @@ export interface LonghaulOptions {
 export {
   type CancelAnswer,
   DEFAULT_TENANT_ID,
+  type RerunAnswer,
+  type RerunRequest,
   type SignalAnswer,
   type SignalRequest,
   type SubmitAnswer,
@@ -396,6 +398,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
     signal: calls.signal,
     get: calls.get,
     cancel: calls.cancel,
+    rerun: calls.rerun,
     async drain(drainOpts = {}) {
       if (!worker) throw new LonghaulError("CONFIG_INVALID", "drain() needs a worker; role api has none.");
       return worker.drain(drainOpts);

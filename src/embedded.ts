@@ -1,4 +1,5 @@
 import type { Static, TSchema } from "typebox";
+import { rerunAction } from "./actions/rerun.ts";
 import { signalAction } from "./actions/signals.ts";
 import { cancelAction, getTaskAction, submitAction, type TaskActionDeps } from "./actions/tasks.ts";
 import { hashApiKey, newApiKey } from "./core/api-keys.ts";
@@ -8,9 +9,11 @@ import { schemaErrorFormatter } from "./http/error-handler.ts";
 import { loadValidation, validatorCompiler } from "./http/validator.ts";
 import type { Store } from "./store/store.ts";
 import { SignalBody, type SignalResult } from "./wire/events.ts";
+import { RerunBody, type RerunResult } from "./wire/rerun.ts";
 import { type CancelResult, SubmitBody, type SubmitResult, type TaskDetail } from "./wire/tasks.ts";
 
-// The embedded calls of `createLonghaul` (`lh.submit`, `lh.signal`, `lh.get`, `lh.cancel`):
+// The embedded calls of `createLonghaul` (`lh.submit`, `lh.signal`, `lh.get`, `lh.cancel`,
+// `lh.rerun`):
 // the same actions the HTTP routes call (src/actions), behind the routes' own input checks,
 // for the tenant a call names or the default one (ARCHITECTURE §2).
 
@@ -21,6 +24,9 @@ export type SubmitAnswer = Static<typeof SubmitResult>;
 export type SignalRequest = Static<typeof SignalBody>;
 export type SignalAnswer = Static<typeof SignalResult>;
 export type CancelAnswer = Static<typeof CancelResult>;
+/** `lh.rerun`'s request: the body of `POST /v1/tasks/:id/rerun`. */
+export type RerunRequest = Static<typeof RerunBody>;
+export type RerunAnswer = Static<typeof RerunResult>;
 /** `lh.get`'s answer: the body of `GET /v1/tasks/:id`, with its steps, jobs and links. */
 export type TaskAnswer = Static<typeof TaskDetail>;
 
@@ -48,6 +54,12 @@ export interface EmbeddedCalls {
   /** Cancels a task as `POST /v1/tasks/:id/cancel` does (TASK_NOT_FOUND for another tenant's). */
   cancel(taskId: string): Promise<CancelAnswer>;
   cancel(tenantId: string | undefined, taskId: string): Promise<CancelAnswer>;
+  /**
+   * Re-runs a failed, canceled or timed-out task as a new task, as `POST /v1/tasks/:id/rerun`
+   * does (TASK_NOT_FOUND, TASK_NOT_RERUNNABLE, TASK_TYPE_UNKNOWN).
+   */
+  rerun(taskId: string, request?: RerunRequest): Promise<RerunAnswer>;
+  rerun(tenantId: string | undefined, taskId: string, request?: RerunRequest): Promise<RerunAnswer>;
 }
 
 /** The embedded calls over `d`; `tenant` is the `tenant` option of `createLonghaul`. */
@@ -70,6 +82,7 @@ export function embeddedCalls(
   };
   const checkSubmit = bodyCheck(SubmitBody, "/v1/tasks");
   const checkSignal = bodyCheck(SignalBody, "/v1/signals");
+  const checkRerun = bodyCheck(RerunBody, "/v1/tasks/:id/rerun");
   const args = <T>(a: string | undefined | T, b: T | undefined): [string | undefined, T] =>
     b === undefined ? [undefined, a as T] : [a as string | undefined, b];
   const named = (taskId: unknown, what: string): string => {
@@ -95,6 +108,12 @@ export function embeddedCalls(
     async cancel(a: string | undefined, b?: string) {
       const [tenant, taskId] = args(a, b);
       return cancelAction(d, await tenantFor(tenant), named(taskId, "cancel"));
+    },
+    async rerun(a: string | undefined, b?: string | RerunRequest, c?: RerunRequest) {
+      // (taskId, request?) or (tenantId, taskId, request?): a string second argument is the task.
+      const [tenant, taskId, request] = typeof b === "string" ? [a, b, c] : [undefined, a, b];
+      const body = await checkRerun(request ?? {});
+      return (await rerunAction(d, await tenantFor(tenant), named(taskId, "re-run"), body)).body;
     },
   } as EmbeddedCalls;
 }

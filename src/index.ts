@@ -9,6 +9,8 @@ export type {
   CancelAnswer,
   Longhaul,
   LonghaulOptions,
+  RerunAnswer,
+  RerunRequest,
   SignalAnswer,
   SignalRequest,
   SubmitAnswer,

@@ -284,6 +284,10 @@ test("each kind of wait, an end and a timeout read as one line; other events hav
     companionLine(event("task.created", { type: "app.x" }), null, { ...style, color: true })!,
     /\[36msubmitted/,
   );
+  assert.match(
+    companionLine(event("task.created", { type: "app.x", rerun_of: "t_0" }), null, style)!,
+    /submitted +app\.x {2}t_1 {2}re-run of t_0 {2}http/,
+  );
 });
 
 test("colours only on a TTY without NO_COLOR; durations and log lines read short", () => {

@@ -188,6 +188,20 @@ describe("an embedded instance: submit, signal, cancel, drain and fetch without 
       lh.cancel("tn_default", other.task_id),
       (e: LonghaulError) => e.code === "TASK_NOT_CANCELABLE",
     );
+    // A canceled task re-runs as a new task; the same client_request_id again is that task.
+    const rerun = await lh.rerun(fourth.task_id, { client_request_id: "again-4" });
+    assert.equal(rerun.rerun_of, fourth.task_id);
+    assert.equal(rerun.created, true);
+    const same = await lh.rerun("tn_default", fourth.task_id, { client_request_id: "again-4" });
+    assert.deepEqual([same.task_id, same.created], [rerun.task_id, false]);
+    assert.equal((await lh.get(rerun.task_id)).rerun_of, fourth.task_id);
+    assert.deepEqual((await lh.get(fourth.task_id)).reruns, [rerun.task_id]);
+    await assert.rejects(lh.rerun(other.task_id), (e: LonghaulError) => e.code === "TASK_NOT_RERUNNABLE");
+    await assert.rejects(
+      lh.rerun(fourth.task_id, { from: "middle" as "start" }),
+      (e: LonghaulError) => e.code === "VALIDATION_FAILED",
+    );
+    await lh.cancel(rerun.task_id);
     await lh.drain();
   });
 

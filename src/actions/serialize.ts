@@ -58,6 +58,7 @@ export function taskSummary(t: TaskRow, view: PayloadView = bareView): Static<ty
     client_request_id: t.clientRequestId,
     user_id: t.userId,
     trace_id: t.traceId,
+    rerun_of: t.rerunOf ?? null,
     created_at: iso(t.createdAt),
     updated_at: iso(t.updatedAt),
   };
@@ -218,6 +219,7 @@ export function taskDetail(d: TaskDetail, ctx: DetailContext): Static<typeof Tas
     steps: d.steps.map((s) => step(d.task, s, jobs, ctx)),
     jobs: d.jobs.map(job),
     artifacts: d.artifacts.map((a) => artifact(a, ctx.urls)),
+    reruns: d.reruns ?? [],
   };
 }
 

@@ -99,6 +99,7 @@ export function companionLine(e: TaskEventRow, task: TaskFacts | null, style: Li
   switch (e.type) {
     case "task.created":
       [verb, tone] = ["submitted", "cyan"];
+      if (typeof d.rerun_of === "string") detail = `re-run of ${d.rerun_of}`;
       break;
     case "step.waiting":
       [verb, tone, detail] = ["waiting", "yellow", waitingOn(d, e.createdAt)];

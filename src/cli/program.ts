@@ -299,6 +299,7 @@ export function buildProgram(version: string): Command {
         "longhaul tasks list --json",
         "longhaul tasks show t_01…",
         "longhaul tasks cancel t_01… --tenant tn_01…",
+        "longhaul tasks rerun t_01… --tenant tn_01… --from start",
       ]),
     );
   tasks
@@ -326,6 +327,20 @@ export function buildProgram(version: string): Command {
     .addOption(tenantOption())
     .addOption(databaseOption())
     .action(lazy(async () => (await import("./tasks.ts")).tasksCancel));
+  tasks
+    .command("rerun")
+    .description("re-runs a failed, canceled or timed-out task as a new task; prints the new task's id")
+    .argument("<TASK_ID>")
+    .addOption(tenantOption())
+    .addOption(
+      new Option("--from <point>", "failed_step: reuse the steps that succeeded; start: run them all again")
+        .choices(["failed_step", "start"])
+        .default("failed_step"),
+    )
+    .addOption(new Option("--client-request-id <id>", "the same id again prints the same re-run"))
+    .addOption(jsonOption())
+    .addOption(databaseOption())
+    .action(lazy(async () => (await import("./tasks.ts")).tasksRerun));
 
   const secrets = program
     .command("secrets")

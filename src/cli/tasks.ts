@@ -9,6 +9,7 @@ import { generateTokenKey, Keyring, keyringFromConfig, TOKEN_KEYS_META_KEY } fro
 import { cancelTask } from "../usecases/cancel-task.ts";
 import { getTask } from "../usecases/get-task.ts";
 import { listTasks } from "../usecases/list-tasks.ts";
+import { rerunTask } from "../usecases/rerun-task.ts";
 import { readConfig } from "./config.ts";
 import { databaseUrl, openExistingStore, openMigratedStore } from "./store.ts";
 
@@ -69,6 +70,42 @@ export async function tasksCancel(id: string, o: TaskOptions): Promise<void> {
   try {
     const t = await cancelTask({ tasks: store }, { tenantId: o.tenant, taskId: id });
     console.log(`${t.id}\t${t.status}`);
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * Re-runs a failed, canceled or timed-out task as a new task and prints the new task's id, its
+ * status and the id it re-runs (or, with --json, the answer of `POST /v1/tasks/:id/rerun`).
+ * The task types live in the application's code, not here: a re-run of a type the server no
+ * longer knows fails there with TASK_TYPE_UNKNOWN, as any such task does.
+ */
+export async function tasksRerun(
+  id: string,
+  o: TaskOptions & { from?: string; clientRequestId?: string; json?: boolean },
+): Promise<void> {
+  const store = await openMigratedStore(databaseUrl(o.databaseUrl));
+  try {
+    const r = await rerunTask(
+      { tasks: store },
+      { tenantId: o.tenant, taskId: id, from: o.from, clientRequestId: o.clientRequestId ?? null },
+    );
+    if (o.json) {
+      console.log(
+        JSON.stringify(
+          {
+            task_id: r.task.id,
+            status: r.task.status,
+            rerun_of: id,
+            created: r.created,
+            reused_steps: r.reusedSteps,
+          },
+          null,
+          2,
+        ),
+      );
+    } else console.log(`${r.task.id}\t${r.task.status}\t${id}`);
   } finally {
     await store.close();
   }

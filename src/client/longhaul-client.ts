@@ -1,6 +1,9 @@
 import { SseParser } from "./sse-parser.ts";
 import type {
   ApprovalNotification,
+  BulkRerunRequest,
+  BulkRerunResult,
+  RerunResult,
   SearchAnswer,
   SearchRequest,
   SignalResult,
@@ -133,6 +136,25 @@ export class LonghaulClient {
 
   cancel(taskId: string): Promise<{ task_id: string; status: TaskStatus }> {
     return this.call("POST", `/v1/tasks/${encodeURIComponent(taskId)}/cancel`);
+  }
+
+  /**
+   * Re-runs a failed, canceled or timed-out task as a new task, from its failed step (the steps
+   * before it reused) or `from: "start"`; the same `clientRequestId` again returns the same re-run.
+   */
+  rerun(
+    taskId: string,
+    opts: { from?: "failed_step" | "start"; clientRequestId?: string } = {},
+  ): Promise<RerunResult> {
+    return this.call("POST", `/v1/tasks/${encodeURIComponent(taskId)}/rerun`, {
+      ...(opts.from === undefined ? {} : { from: opts.from }),
+      ...(opts.clientRequestId === undefined ? {} : { client_request_id: opts.clientRequestId }),
+    });
+  }
+
+  /** Re-runs the tasks a filter matches (at most `limit`), or with `dry_run` only names them. */
+  rerunMany(request: BulkRerunRequest): Promise<BulkRerunResult> {
+    return this.call("POST", "/v1/tasks/rerun", request);
   }
 
   /** Approves through an approval link (`approval_url` or an `approve_url` of a waiting step). */

@@ -14,6 +14,9 @@ export type ApiError = Static<typeof wire.ErrorBody>["error"];
 export type ErrorInfo = Static<typeof wire.ErrorInfo>;
 
 export type SubmitResult = Static<typeof wire.SubmitResult>;
+export type RerunResult = Static<typeof wire.RerunResult>;
+export type BulkRerunResult = Static<typeof wire.BulkRerunResult>;
+export type BulkRerunRequest = Static<typeof wire.BulkRerunBody>;
 
 /** A task; `I` and `O` type its input and output when the caller knows them. */
 export type TaskSummary<I = unknown, O = unknown> = Omit<
@@ -36,6 +39,7 @@ export type TaskDetail<I = unknown, O = unknown> = TaskSummary<I, O> & {
   steps: TaskStep[];
   jobs: TaskJob[];
   artifacts: TaskArtifact[];
+  reruns: string[];
 };
 
 /** A page of a list: `next_cursor` fetches the next one, null at the end. */

@@ -95,6 +95,7 @@ export const errorCodes = [
   "APPROVER_MISMATCH",
   "EMBEDDING_DIMENSION_MISMATCH",
   "CHUNKS_INVALID",
+  "TASK_NOT_RERUNNABLE",
 ] as const;
 
 export type ErrorCode = (typeof errorCodes)[number];

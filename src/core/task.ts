@@ -97,6 +97,8 @@ export interface TaskRow {
   clientRequestId: string | null;
   userId: string | null;
   traceId: string | null;
+  /** The task this one re-runs (ARCHITECTURE §4.4); null (or absent) for a task submitted anew. */
+  rerunOf?: string | null;
   createdAt: number;
   updatedAt: number;
 }

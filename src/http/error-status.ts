@@ -24,6 +24,8 @@ export const errorStatus: Readonly<Record<ErrorCode, number>> = {
   /** The task type's schema threw, timed out, or answered an output JSON cannot carry. */
   TASK_SCHEMA_FAILED: 422,
   TASK_NOT_CANCELABLE: 409,
+  /** A re-run of a task that is still going or succeeded: only a failed, canceled or timed-out one re-runs. */
+  TASK_NOT_RERUNNABLE: 409,
   IDEMPOTENCY_CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
   URL_TOO_LONG: 414,

@@ -33,6 +33,8 @@ export const operations: Readonly<Record<string, { id: string; tag: string }>> =
   "GET /v1/tasks/{id}/output": { id: "getTaskOutput", tag: "Tasks" },
   "GET /v1/tasks/{id}/steps/{step}/output": { id: "getStepOutput", tag: "Tasks" },
   "POST /v1/tasks/{id}/cancel": { id: "cancelTask", tag: "Tasks" },
+  "POST /v1/tasks/{id}/rerun": { id: "rerunTask", tag: "Tasks" },
+  "POST /v1/tasks/rerun": { id: "rerunTasks", tag: "Tasks" },
   "POST /v1/tasks/{id}/approvals/{step_id}": { id: "decideApprovalWithKey", tag: "Approvals" },
   "POST /v1/tasks/{id}/notifications/{notification_id}/replay": {
     id: "replayNotification",
@@ -73,7 +75,7 @@ export const operations: Readonly<Record<string, { id: string; tag: string }>> =
 
 /** The tags in the order a reference lists them, each with a line on what it groups. */
 export const operationTags = [
-  { name: "Tasks", description: "Submit, read, list and cancel tasks." },
+  { name: "Tasks", description: "Submit, read, list, cancel and re-run tasks." },
   { name: "Events", description: "The tenant's task log, live: Server-Sent Events or a WebSocket." },
   { name: "Tokens", description: "Short-lived read-only tokens for a browser following its task." },
   { name: "Files", description: "Uploaded files: streamed in, read back whole or by range." },

@@ -1,3 +1,4 @@
+import { bulkRerunAction, rerunAction } from "../actions/rerun.ts";
 import {
   cancelAction,
   getTaskAction,
@@ -7,6 +8,7 @@ import {
 } from "../actions/tasks.ts";
 import { taskInScope } from "../usecases/mint-read-token.ts";
 import { IdParams } from "../wire/common.ts";
+import { BulkRerunBody, BulkRerunResult, RerunBody, RerunResult } from "../wire/rerun.ts";
 import {
   CancelResult,
   SubmitBody,
@@ -20,7 +22,7 @@ import type { Api } from "./api.ts";
 import { operation } from "./openapi.ts";
 import { submitRateLimit } from "./submit-rate.ts";
 
-/** `/v1/tasks`: submit, read, list, cancel. Every query is scoped by the caller's tenant (ARCHITECTURE §3.6). */
+/** `/v1/tasks`: submit, read, list, cancel, re-run. Every query is scoped by the caller's tenant (ARCHITECTURE §3.6). */
 export function tasksRoutes(
   app: Api,
   deps: Omit<TaskActionDeps, "log"> & {
@@ -83,5 +85,43 @@ export function tasksRoutes(
     "/v1/tasks/:id/cancel",
     { schema: operation("Cancel a task", { params: IdParams, response: { 200: CancelResult } }) },
     async (req) => cancelAction(deps, req.tenant.id, req.params.id),
+  );
+
+  app.post(
+    "/v1/tasks/:id/rerun",
+    {
+      preHandler: submitRateLimit(),
+      schema: operation(
+        "Re-run a failed, canceled or timed-out task as a new task (idempotent by client_request_id or Idempotency-Key)",
+        {
+          params: IdParams,
+          body: RerunBody,
+          headers: SubmitHeaders,
+          response: { 200: RerunResult, 202: RerunResult },
+        },
+      ),
+    },
+    async (req, reply) => {
+      const r = await rerunAction(
+        { ...deps, log: req.log },
+        req.tenant.id,
+        req.params.id,
+        req.body ?? {},
+        req.headers["idempotency-key"],
+      );
+      return reply.status(r.status).send(r.body);
+    },
+  );
+
+  app.post(
+    "/v1/tasks/rerun",
+    {
+      preHandler: submitRateLimit(),
+      schema: operation("Re-run the failed, canceled or timed-out tasks a filter matches, or count them", {
+        body: BulkRerunBody,
+        response: { 200: BulkRerunResult },
+      }),
+    },
+    async (req) => bulkRerunAction(deps, req.tenant.id, req.body),
   );
 }

@@ -90,6 +90,9 @@ export interface TaskDbRow {
   client_request_id: string | null;
   user_id: string | null;
   trace_id: string | null;
+  /** Migration 024. */
+  rerun_of: string | null;
+  rerun_reused_steps: number | null;
   created_at: number;
   updated_at: number;
 }
@@ -105,6 +108,7 @@ export const toTask = (r: TaskDbRow): TaskRow => ({
   clientRequestId: r.client_request_id,
   userId: r.user_id,
   traceId: r.trace_id,
+  rerunOf: r.rerun_of ?? null,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });

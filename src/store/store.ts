@@ -8,6 +8,7 @@ import type { NotificationState, NotifyEntry, NotifyReason } from "../core/notif
 import type { ProviderEvent } from "../core/provider-event.ts";
 import type { Quotas, TenantRow } from "../core/quota.ts";
 import type { AdvanceResult, RunOutcome } from "../core/replay.ts";
+import type { RerunFrom } from "../core/rerun.ts";
 import type { StepRow, StoredStep } from "../core/step.ts";
 import type { TaskRow, TaskStatus } from "../core/task.ts";
 import type { StatsRows } from "../core/task-stats.ts";
@@ -81,6 +82,15 @@ export interface TaskStore {
   listTasks(tenantId: string, q: TaskQuery): Promise<{ tasks: TaskRow[]; nextCursor: string | null }>;
   /** Cancels a task that has not ended; its waiting steps become canceled. TASK_NOT_FOUND, TASK_NOT_CANCELABLE. */
   cancelTask(tenantId: string, taskId: string): Promise<TaskRow>;
+  /**
+   * Submits a re-run of a task that failed, was canceled or timed out: a new task of the same
+   * type, tenant, user and input, with the old one's reused steps copied (core's
+   * `reusedSteps`), or the re-run already made with the same `(tenant, clientRequestId)`
+   * (`created: false`). TASK_NOT_FOUND, TASK_NOT_RERUNNABLE, IDEMPOTENCY_CONFLICT.
+   */
+  rerunTask(r: NewRerun): Promise<{ task: TaskRow; created: boolean; reusedSteps: number }>;
+  /** Which of `taskIds` (the tenant's) have been re-run at least once. */
+  rerunTaskIds(tenantId: string, taskIds: readonly string[]): Promise<Set<string>>;
 }
 
 /** One advance of a task: what it reads, its start, the `step.run` outcomes it stores, its end. */
@@ -557,6 +567,17 @@ export interface NewTask {
   clientRequestId: string | null;
   userId: string | null;
   traceId: string | null;
+  /** The task this one re-runs; its client_request_id then names this re-run of that task only. */
+  rerunOf?: string | null;
+}
+
+/** A re-run of one of a tenant's tasks (ARCHITECTURE §4.4). */
+export interface NewRerun {
+  tenantId: string;
+  taskId: string;
+  from: RerunFrom;
+  /** Idempotency: the same id from the same tenant returns the first re-run. */
+  clientRequestId: string | null;
 }
 
 export interface TaskDetail {
@@ -565,6 +586,8 @@ export interface TaskDetail {
   jobs: JobRow[];
   /** The task's artifacts, in the order they were stored. */
   artifacts: ArtifactRow[];
+  /** The ids of the tasks that re-run this one, oldest first. */
+  reruns?: string[];
 }
 
 export interface TaskQuery {

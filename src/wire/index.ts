@@ -6,6 +6,7 @@ export * from "./common.ts";
 export * from "./events.ts";
 export * from "./files.ts";
 export * from "./outbound.ts";
+export * from "./rerun.ts";
 export * from "./search.ts";
 export * from "./stats.ts";
 export * from "./task-types.ts";

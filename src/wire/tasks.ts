@@ -63,6 +63,8 @@ export const TaskSummary = Type.Object({
   client_request_id: Nullable(Type.String()),
   user_id: Nullable(Type.String()),
   trace_id: Nullable(Type.String()),
+  /** The task this one re-runs (`POST /v1/tasks/:id/rerun`); null for a task submitted anew. */
+  rerun_of: Nullable(Type.String()),
   created_at: Timestamp,
   updated_at: Timestamp,
 });
@@ -186,6 +188,7 @@ export const TaskDetail = Type.Object({
   steps: Type.Array(Step),
   jobs: Type.Array(Job),
   artifacts: Type.Array(Artifact, { description: "The task's artifacts, in the order they were stored" }),
+  reruns: Type.Array(Type.String(), { description: "The tasks that re-run this one, oldest first" }),
 });
 
 export const ArtifactParams = Type.Object({ id: Type.String(), name: Type.String({ minLength: 1 }) });

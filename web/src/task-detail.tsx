@@ -7,10 +7,10 @@ import { graphNodes } from "./graph-layout.ts";
 import { GraphView } from "./graph-view.tsx";
 import { useLive } from "./live.ts";
 import { Notifications } from "./notifications.tsx";
-import { href } from "./router.ts";
+import { go, href } from "./router.ts";
 import type { TenantSession } from "./session.ts";
 import { StepsTable } from "./steps-table.tsx";
-import { terminal } from "./task-status.ts";
+import { rerunnable, terminal } from "./task-status.ts";
 import { TimelineView } from "./timeline.tsx";
 import { Badge, CopyText, Empty, ErrorCard, Json, LiveDot, RequestError, When } from "./ui.tsx";
 
@@ -20,6 +20,7 @@ export function TaskDetailView({ session, id }: { session: TenantSession; id: st
   const [error, setError] = useState<ApiError | null>(null);
   const [timelineError, setTimelineError] = useState<ApiError | null>(null);
   const [canceling, setCanceling] = useState(false);
+  const [rerunning, setRerunning] = useState(false);
   const [selected, setSelected] = useState<string | null>(null);
   const firstSeq = useRef<string | undefined>(undefined);
   const generation = useRef(0);
@@ -88,6 +89,23 @@ export function TaskDetailView({ session, id }: { session: TenantSession; id: st
     }
   };
 
+  // A re-run is a new task (the old one never moves): the view goes to it.
+  const rerun = async (from: "failed_step" | "start") => {
+    setRerunning(true);
+    try {
+      const r = await request<{ task_id: string }>(`/v1/tasks/${encodeURIComponent(task.task_id)}/rerun`, {
+        method: "POST",
+        key: session.key,
+        body: { from },
+      });
+      go(href(`tasks/${r.task_id}`));
+    } catch (err) {
+      setError(err as ApiError);
+    } finally {
+      setRerunning(false);
+    }
+  };
+
   const nodes = task.type === "graph" ? graphNodes(task.input) : null;
   const tokens = task.jobs.reduce((n, j) => n + (j.usage?.total_tokens ?? 0), 0);
   const waitingApprovals = task.steps.filter((s) => s.kind === "approval" && s.status === "waiting");
@@ -118,6 +136,26 @@ export function TaskDetailView({ session, id }: { session: TenantSession; id: st
               Cancel task
             </button>
           )}
+          {rerunnable.has(task.status) ? (
+            <>
+              <button
+                type="button"
+                disabled={rerunning}
+                onClick={() => void rerun("failed_step")}
+                title="A new task with the same input that reuses the steps that succeeded and runs from the failed one"
+              >
+                Re-run
+              </button>
+              <button
+                type="button"
+                disabled={rerunning}
+                onClick={() => void rerun("start")}
+                title="A new task with the same input that runs every step again"
+              >
+                Re-run from start
+              </button>
+            </>
+          ) : null}
         </div>
       </header>
       {error ? <RequestError error={error} what="The latest state" /> : null}
@@ -137,6 +175,22 @@ export function TaskDetailView({ session, id }: { session: TenantSession; id: st
         <Fact name="User">{task.user_id ?? "—"}</Fact>
         <Fact name="Trace">{task.trace_id ?? "—"}</Fact>
         <Fact name="Request id">{task.client_request_id ?? "—"}</Fact>
+        {task.rerun_of ? (
+          <Fact name="Re-run of">
+            <a href={href(`tasks/${task.rerun_of}`)} class="mono" data-rerun-of={task.rerun_of}>
+              {task.rerun_of}
+            </a>
+          </Fact>
+        ) : null}
+        {task.reruns?.length ? (
+          <Fact name="Re-runs">
+            {task.reruns.map((r) => (
+              <a key={r} href={href(`tasks/${r}`)} class="mono" data-rerun={r}>
+                {r}{" "}
+              </a>
+            ))}
+          </Fact>
+        ) : null}
       </dl>
 
       {task.error ? (

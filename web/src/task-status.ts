@@ -13,3 +13,6 @@ export const taskStatuses: TaskStatus[] = [
 
 /** The statuses a task never leaves. */
 export const terminal = new Set<TaskStatus>(["succeeded", "failed", "canceled", "timed_out"]);
+
+/** The ends a task may be re-run from: a new task, the same input (ARCHITECTURE §4.4). */
+export const rerunnable = new Set<TaskStatus>(["failed", "canceled", "timed_out"]);

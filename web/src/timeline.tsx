@@ -7,7 +7,7 @@ import type {
   Verdict,
 } from "../../src/client/index.ts";
 import { decidedBy } from "./decided-by.ts";
-import { label, preciseTime, utcTitle, viewerZone, zoneName } from "./format.ts";
+import { label, plural, preciseTime, utcTitle, viewerZone, zoneName } from "./format.ts";
 import { Badge, ClaimMark, When } from "./ui.tsx";
 
 const verdictText: Record<Verdict, string> = {
@@ -64,6 +64,19 @@ function eventLine(
   }
   if (scope === "task") {
     if (what === "created") return { title: <>Task created</> };
+    if (what === "rerun") {
+      // A re-run's first event after its creation: what it re-runs and what it reuses.
+      const reused = typeof d.reused_steps === "number" ? d.reused_steps : 0;
+      return {
+        title: (
+          <>
+            Re-run of <span class="mono">{String(d.rerun_of ?? "")}</span>
+          </>
+        ),
+        detail:
+          d.from === "start" ? "from the start" : `from the failed step, ${plural(reused, "step")} reused`,
+      };
+    }
     const err = d.error as { code?: string; message?: string } | undefined;
     return {
       title: (

@@ -111,11 +111,22 @@ export async function submitTask(tx: Tx, t: NewTask): Promise<{ task: TaskRow; c
   const t0 = await tenant(tx, t.tenantId);
   if (t0) checkSubmitQuotas(t0, await tasksSubmittedToday(tx, t.tenantId), now);
   const row = await tx.get<TaskDbRow>(
-    `INSERT INTO tasks (id, tenant_id, type, status, input, client_request_id, user_id, trace_id, created_at, updated_at)
-     VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?)
+    `INSERT INTO tasks (id, tenant_id, type, status, input, client_request_id, user_id, trace_id, rerun_of, created_at, updated_at)
+     VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (tenant_id, client_request_id) WHERE client_request_id IS NOT NULL DO NOTHING
      RETURNING *`,
-    [tx.ids.next("t"), t.tenantId, t.type, input, t.clientRequestId, t.userId, t.traceId, now, now],
+    [
+      tx.ids.next("t"),
+      t.tenantId,
+      t.type,
+      input,
+      t.clientRequestId,
+      t.userId,
+      t.traceId,
+      t.rerunOf ?? null,
+      now,
+      now,
+    ],
   );
   // Lost the race to a concurrent submit: its row is committed now, and it is the answer.
   if (!row) return (await existingSubmit(tx, t, input))!;
@@ -123,7 +134,12 @@ export async function submitTask(tx: Tx, t: NewTask): Promise<{ task: TaskRow; c
   // locked to commit, so submits racing for the day's last task cannot both pass.
   const counted = await countUsage(tx, t.tenantId, { tasks_submitted: 1 });
   if (t0) checkSubmitQuotas(t0, counted.tasks_submitted - 1, now);
-  tx.emit(t.tenantId, row.id, "task.created", { type: t.type });
+  tx.emit(
+    t.tenantId,
+    row.id,
+    "task.created",
+    t.rerunOf ? { type: t.type, rerun_of: t.rerunOf } : { type: t.type },
+  );
   await tx.enqueue([advanceItem(t.tenantId, row.id)]);
   return { task: toTask(row), created: true };
 }
@@ -135,11 +151,16 @@ async function existingSubmit(tx: Tx, t: NewTask, input: string) {
     [t.tenantId, t.clientRequestId],
   );
   if (!existing) return null;
-  // Compared by SHA-256 when either is kept in the blob store (ARCHITECTURE §4.10).
-  if (existing.type !== t.type || !sameStored(existing.input, input)) {
+  // Compared by SHA-256 when either is kept in the blob store (ARCHITECTURE §4.10). A re-run's
+  // id names a re-run of that one task: a submit, or a re-run of another task, is a conflict.
+  if (
+    existing.type !== t.type ||
+    !sameStored(existing.input, input) ||
+    (existing.rerun_of ?? null) !== (t.rerunOf ?? null)
+  ) {
     throw new LonghaulError(
       "IDEMPOTENCY_CONFLICT",
-      `client_request_id "${t.clientRequestId}" was already used for task ${existing.id} with a different type or input. Use a new client_request_id for a new task.`,
+      `client_request_id "${t.clientRequestId}" was already used for task ${existing.id} with a different type, input or re-run. Use a new client_request_id for a new task.`,
     );
   }
   return { task: toTask(existing), created: false };
@@ -157,11 +178,16 @@ export async function getTask(tx: Tx, tenantId: string, taskId: string): Promise
     "SELECT * FROM artifacts WHERE task_id = ? ORDER BY created_at, name",
     [taskId],
   );
+  const reruns = await tx.all<{ id: string }>(
+    "SELECT id FROM tasks WHERE rerun_of = ? AND tenant_id = ? ORDER BY created_at, id",
+    [taskId, tenantId],
+  );
   return {
     task: toTask(r),
     steps: steps.map(toStep),
     jobs: jobs.map(toJob),
     artifacts: artifacts.map(toArtifact),
+    reruns: reruns.map((x) => x.id),
   };
 }
 

@@ -18,6 +18,7 @@ import * as notify from "../ops/notification-ops.ts";
 import * as outbound from "../ops/outbound-ops.ts";
 import * as queue from "../ops/queue-ops.ts";
 import * as refusals from "../ops/refusal-ops.ts";
+import * as reruns from "../ops/rerun-ops.ts";
 import * as taskStats from "../ops/stats-ops.ts";
 import * as tasks from "../ops/task-ops.ts";
 import * as tenants from "../ops/tenant-ops.ts";
@@ -34,6 +35,7 @@ import type {
   Lease,
   NewFile,
   NewInboxEvent,
+  NewRerun,
   NewTask,
   NewWebhookEndpoint,
   NewWorkItem,
@@ -122,6 +124,12 @@ export abstract class SqlStore implements Store {
   }
   cancelTask(tenantId: string, taskId: string) {
     return this.run.write((tx) => tasks.cancelTask(tx, tenantId, taskId));
+  }
+  rerunTask(r: NewRerun) {
+    return this.run.write((tx) => reruns.rerunTask(tx, r));
+  }
+  rerunTaskIds(tenantId: string, taskIds: readonly string[]) {
+    return this.run.read((tx) => reruns.rerunTaskIds(tx, tenantId, taskIds));
   }
   taskStatsRows(tenantId: string, from: number, to: number, maxRows: number) {
     return this.run.snapshot((tx) => taskStats.taskStatsRows(tx, tenantId, from, to, maxRows));
