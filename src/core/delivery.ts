@@ -25,7 +25,7 @@ export function canMoveDelivery(from: DeliveryState, to: DeliveryState): boolean
 
 /** The outcome of one outbound attempt, and what it means for the delivery. */
 export type DeliveryAttemptResult =
-  | { outcome: "delivered"; status: number }
+  | { outcome: "delivered"; status: number | null }
   | { outcome: "retry"; status: number | null; error: ErrorInfo; nextAttemptAt: number }
   | { outcome: "dead" | "failed" | "gone"; status: number | null; error: ErrorInfo };
 
