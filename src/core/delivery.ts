@@ -71,3 +71,9 @@ export function attemptState(current: DeliveryState, r: DeliveryAttemptResult): 
   if (current !== "pending" && state !== "delivered") return current;
   return canMoveDelivery(current, state) ? state : current;
 }
+
+/**
+ * How long an event sink's delivery waits, at least, for an earlier one of the same task that
+ * is due or being attempted: it polls at this pace instead of spinning while the broker answers.
+ */
+export const SINK_TURN_WAIT_MS = 250;

@@ -350,8 +350,9 @@ export interface OutboundStore {
   /** What one attempt needs: the delivery, its endpoint with the secret, its task event; null if gone. */
   deliveryForAttempt(deliveryId: string): Promise<DeliveryAttemptInput | null>;
   /**
-   * When an earlier delivery of the same endpoint and task is still pending, when it is next
-   * tried (now when unknown); null when none is. Event sinks keep a task's events in order by it.
+   * When an earlier delivery of the same endpoint and task is still pending, when to look again
+   * (its next attempt, and at least SINK_TURN_WAIT_MS ahead); null when none is. Event sinks
+   * keep a task's events in order by it.
    */
   earlierPendingDelivery(deliveryId: string): Promise<number | null>;
   /** Puts a delivery's work item back until `runAt` without counting an attempt (it waits its turn). */

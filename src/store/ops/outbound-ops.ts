@@ -1,4 +1,4 @@
-import { attemptState, checkEndpointCount, checkReplayable } from "../../core/delivery.ts";
+import { attemptState, checkEndpointCount, checkReplayable, SINK_TURN_WAIT_MS } from "../../core/delivery.ts";
 import { rotatedSecrets } from "../../core/endpoint-secrets.ts";
 import { LonghaulError } from "../../core/errors.ts";
 import { deliverItem } from "../../core/work-item.ts";
@@ -235,8 +235,9 @@ export async function deliveryForAttempt(tx: Tx, deliveryId: string): Promise<De
 }
 
 /**
- * When an earlier delivery of the delivery's endpoint and task is pending, when it is next
- * tried (never before now); null when none is. Reads only.
+ * When an earlier delivery of the delivery's endpoint and task is pending, when to look again:
+ * its next attempt, and never sooner than SINK_TURN_WAIT_MS from now (it may be in flight);
+ * null when none is. Reads only.
  */
 export async function earlierPending(tx: Tx, deliveryId: string): Promise<number | null> {
   const row = await tx.get<{ next_attempt_at: number | string | null }>(
@@ -247,7 +248,7 @@ export async function earlierPending(tx: Tx, deliveryId: string): Promise<number
     [deliveryId],
   );
   if (!row) return null;
-  return Math.max(tx.clock.now(), Number(row.next_attempt_at ?? 0));
+  return Math.max(tx.clock.now() + SINK_TURN_WAIT_MS, Number(row.next_attempt_at ?? 0));
 }
 
 /** Puts a delivery's leased work item back until `runAt`, its attempts uncounted. No events. LEASE_LOST. */
