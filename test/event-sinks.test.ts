@@ -8,6 +8,7 @@ import { type NatsConnection, connect as natsConnect } from "@nats-io/transport-
 import { createClient } from "@redis/client";
 import amqp from "amqplib";
 import Database from "better-sqlite3";
+import { LonghaulClient } from "../src/client/index.ts";
 import { hashApiKey, newApiKey } from "../src/core/api-keys.ts";
 import { defineTask } from "../src/core/task-type.ts";
 import { outboundSettings } from "../src/outbound/settings.ts";
@@ -302,11 +303,9 @@ if (brokersAvailableOrReport(unreachable, "event sink tests against NATS, Rabbit
       assert.equal(dead.attempts, 6);
       assert.match(dead.last_error.message, /gave up after 6 attempts/);
       standIn.setUp(true);
-      const replay = await stack.api(`/v1/event-sinks/${sink.body.id}/deliveries/${dead.id}/replay`, {
-        method: "POST",
-      });
-      assert.equal(replay.status, 202);
-      assert.equal(replay.body.state, "pending");
+      const client = new LonghaulClient({ baseUrl: stack.url, apiKey: stack.key });
+      const replayed = await client.replayEventSinkDelivery(sink.body.id, dead.id);
+      assert.equal(replayed.state, "pending");
       await allDelivered(sink.body.id, 1);
       const entries = await xrange(redisStream);
       assert.deepEqual(
@@ -347,11 +346,18 @@ if (brokersAvailableOrReport(unreachable, "event sink tests against NATS, Rabbit
     test("sinks are the tenant's own, and apart from webhook endpoints", async () => {
       const otherKey = newApiKey();
       await stack.store.createTenant({ name: "other-sinks", keyHash: hashApiKey(otherKey) });
-      const mine = await createSink({ kind: "redis", url: "redis://127.0.0.1:6379", stream: tag() });
-      assert.equal(mine.status, 201);
-      const id = mine.body.id as string;
+      const client = new LonghaulClient({ baseUrl: stack.url, apiKey: stack.key });
+      const stream = tag();
+      cleanup.push(() => redis.del(stream));
+      const mine = await client.createEventSink({ kind: "redis", url: "redis://127.0.0.1:6379", stream });
+      const id = mine.id;
+      assert.equal(mine.stream, stream);
+      assert.ok((await client.listEventSinks()).some((e) => e.id === id));
       await runTask();
-      const d = await waitFor(async () => (await deliveries(id)).body.data[0], 60_000);
+      const d = await waitFor(
+        async () => (await client.eventSinkDeliveries(id, { limit: 5 })).data[0],
+        60_000,
+      );
 
       assert.deepEqual((await stack.api("/v1/event-sinks", as(otherKey))).body.data, []);
       for (const [method, path] of [
@@ -373,8 +379,9 @@ if (brokersAvailableOrReport(unreachable, "event sink tests against NATS, Rabbit
       });
       assert.equal(rotate.status, 404);
       assert.equal((await stack.api(`/v1/event-sinks/${id}`)).body.id, id);
-      assert.equal((await stack.api(`/v1/event-sinks/${id}`, { method: "DELETE" })).status, 204);
+      await client.deleteEventSink(id);
       assert.equal((await stack.api(`/v1/event-sinks/${id}`)).status, 404);
+      assert.equal((await deliveries(id)).status, 404, "its delivery log went with it");
     });
 
     test("bad input is 400 with a stable code, and nothing is written", async () => {
