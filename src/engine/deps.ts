@@ -74,7 +74,7 @@ export interface EngineDeps {
   signalRetentionMs: number;
   /** How outbound webhooks are sent: retry schedule, SSRF policy, attempt timeout. */
   outbound: OutboundSettings;
-  /** Connections to event sinks' brokers (src/sinks); absent: a pool of the worker's own. */
+  /** Connections to event sinks' brokers (src/sinks); absent: the worker keeps its own, closed by stop(). */
   sinks?: SinkPool;
   /** How approvals' messages are sent: the mail server, Slack, webhook secret, named notifiers. */
   notify: NotifySettings;

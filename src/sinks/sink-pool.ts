@@ -18,10 +18,8 @@ const openers: Record<SinkKind, (c: SinkConnection) => Promise<SinkPublisher>> =
  */
 export class SinkPool {
   readonly #open = new Map<string, { key: string; publisher: Promise<SinkPublisher> }>();
-  #closed = false;
 
   async get(sinkId: string, kind: SinkKind, c: SinkConnection): Promise<SinkPublisher> {
-    if (this.#closed) throw new Error("the server is shutting down");
     const key = `${kind} ${c.address} ${c.port} ${c.url.href} ${c.target}`;
     const held = this.#open.get(sinkId);
     if (held) {
@@ -49,8 +47,8 @@ export class SinkPool {
     await held.publisher.then((p) => p.close()).catch(() => {});
   }
 
+  /** Closes every connection; call it once the deliveries in hand are done (a later one reopens). */
   async close(): Promise<void> {
-    this.#closed = true;
     const all = [...this.#open.keys()];
     await Promise.all(all.map((id) => this.drop(id)));
   }
