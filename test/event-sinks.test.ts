@@ -390,6 +390,8 @@ if (brokersAvailableOrReport(unreachable, "event sink tests against NATS, Rabbit
         [{ kind: "kafka", url: "kafka://127.0.0.1:9092", subject: "x" }, "VALIDATION_FAILED"],
         [{ kind: "nats", url: "not a url :pw-hidden", subject: "x" }, "VALIDATION_FAILED"],
         [{ kind: "nats", url: "http://127.0.0.1:4222", subject: "x" }, "VALIDATION_FAILED"],
+        [{ kind: "nats", url: "tls://127.0.0.1:4222", subject: "x" }, "VALIDATION_FAILED"],
+        [{ kind: "redis", url: "amqp://127.0.0.1", stream: "x" }, "VALIDATION_FAILED"],
         [{ kind: "nats", url: "nats://127.0.0.1:4222" }, "VALIDATION_FAILED"],
         [{ kind: "nats", url: "nats://127.0.0.1:4222", subject: "x", stream: "y" }, "VALIDATION_FAILED"],
         [{ kind: "rabbitmq", url: "amqp://127.0.0.1", exchange: "has space" }, "VALIDATION_FAILED"],

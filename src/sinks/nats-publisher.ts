@@ -1,9 +1,11 @@
 import type { SinkConnection, SinkMessage, SinkPublisher } from "./sink-publisher.ts";
 
 /**
- * Publishes to NATS JetStream: subject `<target>.<task id>`, `Nats-Msg-Id` the delivery id,
- * so the stream's duplicate window drops a repeated attempt. A stream must cover the subjects;
- * without one the publish has no responder and the delivery is retried.
+ * Publishes to NATS JetStream: subject `<target>.<task id>`, `Nats-Msg-Id` the delivery id, so
+ * the stream's duplicate window drops a repeated attempt. A stream must cover the subjects;
+ * without one the publish has no responder and the delivery is retried. Plain `nats://` only:
+ * the client names the TLS server by the address it dials, here the vetted IP, so a certificate
+ * naming the host would not match.
  */
 export async function openNats(c: SinkConnection): Promise<SinkPublisher> {
   const { connect } = await import("@nats-io/transport-node");
@@ -13,12 +15,11 @@ export async function openNats(c: SinkConnection): Promise<SinkPublisher> {
   const nc = await connect({
     servers: `${c.address.includes(":") ? `[${c.address}]` : c.address}:${c.port}`,
     ...(user && pass ? { user, pass } : user ? { token: user } : {}),
-    ...(c.tls ? { tls: { servername: c.url.hostname } } : {}),
     // The vetted address only: no reconnect elsewhere, no servers the cluster gossips.
     reconnect: false,
     ignoreClusterUpdates: true,
     timeout: 10_000,
-  } as Parameters<typeof connect>[0]);
+  });
   const js = jetstream(nc);
   let broken = false;
   nc.closed().then(() => {
@@ -29,7 +30,6 @@ export async function openNats(c: SinkConnection): Promise<SinkPublisher> {
       await js.publish(`${c.target}.${m.key}`, m.body, {
         msgID: m.id,
         timeout: timeoutMs,
-        headers: undefined,
       });
     },
     usable: () => !broken && !nc.isClosed(),

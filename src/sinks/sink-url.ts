@@ -34,7 +34,7 @@ export const sinkPort = (url: URL): number =>
   url.port ? Number(url.port) : (defaultPorts[url.protocol] ?? 0);
 
 /** True for the TLS schemes. */
-export const sinkTls = (url: URL): boolean => ["tls:", "amqps:", "rediss:"].includes(url.protocol);
+export const sinkTls = (url: URL): boolean => ["amqps:", "rediss:"].includes(url.protocol);
 
 /**
  * A broker's error message with the URL's credentials taken out: client libraries may quote

@@ -91,7 +91,7 @@ export const EventSinkBody = Type.Object({
     minLength: 1,
     maxLength: MAX_WEBHOOK_URL,
     description:
-      "The broker URL (nats://, tls://, amqp://, amqps://, redis://, rediss://), credentials included; stored sealed, never shown",
+      "The broker URL (nats://, amqp://, amqps://, redis://, rediss://), credentials included; stored sealed, never shown",
   }),
   subject: Type.Optional(
     Type.String({
