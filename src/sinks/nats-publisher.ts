@@ -1,3 +1,4 @@
+import { loadClient } from "./load-client.ts";
 import type { SinkConnection, SinkMessage, SinkPublisher } from "./sink-publisher.ts";
 
 /**
@@ -8,8 +9,8 @@ import type { SinkConnection, SinkMessage, SinkPublisher } from "./sink-publishe
  * naming the host would not match.
  */
 export async function openNats(c: SinkConnection): Promise<SinkPublisher> {
-  const { connect } = await import("@nats-io/transport-node");
-  const { jetstream } = await import("@nats-io/jetstream");
+  const { connect } = await loadClient("@nats-io/transport-node", () => import("@nats-io/transport-node"));
+  const { jetstream } = await loadClient("@nats-io/jetstream", () => import("@nats-io/jetstream"));
   const user = decodeURIComponent(c.url.username);
   const pass = decodeURIComponent(c.url.password);
   const nc = await connect({

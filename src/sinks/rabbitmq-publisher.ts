@@ -1,3 +1,4 @@
+import { loadClient } from "./load-client.ts";
 import type { SinkConnection, SinkMessage, SinkPublisher } from "./sink-publisher.ts";
 import { within } from "./sink-publisher.ts";
 
@@ -8,7 +9,7 @@ import { within } from "./sink-publisher.ts";
  * RabbitMQ, as for any publisher: bind a queue, or give the exchange an alternate exchange.
  */
 export async function openRabbitmq(c: SinkConnection): Promise<SinkPublisher> {
-  const amqp = await import("amqplib");
+  const amqp = await loadClient("amqplib", () => import("amqplib"));
   const vhost = decodeURIComponent(c.url.pathname.replace(/^\//, "")) || "/";
   const conn = await amqp.connect(
     {

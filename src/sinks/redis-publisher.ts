@@ -1,3 +1,4 @@
+import { loadClient } from "./load-client.ts";
 import type { SinkConnection, SinkMessage, SinkPublisher } from "./sink-publisher.ts";
 import { within } from "./sink-publisher.ts";
 
@@ -20,7 +21,7 @@ export const redisDedupeKey = (stream: string, deliveryId: string) =>
 
 /** Appends to a Redis stream: `XADD <stream> * id <delivery> task_id <task> type seq data`, once per delivery. */
 export async function openRedis(c: SinkConnection): Promise<SinkPublisher> {
-  const { createClient } = await import("@redis/client");
+  const { createClient } = await loadClient("@redis/client", () => import("@redis/client"));
   const db = Number(c.url.pathname.replace(/^\//, "") || 0);
   const client = createClient({
     socket: {
