@@ -14,6 +14,7 @@ import { defineTask } from "../src/core/task-type.ts";
 import { outboundSettings } from "../src/outbound/settings.ts";
 import { openNats } from "../src/sinks/nats-publisher.ts";
 import { openRedis, redisDedupeKey } from "../src/sinks/redis-publisher.ts";
+import { SinkPool } from "../src/sinks/sink-pool.ts";
 import { createEventSink } from "../src/usecases/create-event-sink.ts";
 import { brokers, brokersAvailableOrReport, tcpUnreachable } from "./broker-env.ts";
 import { tempDir, waitFor } from "./helpers.ts";
@@ -248,6 +249,46 @@ if (brokersAvailableOrReport(unreachable, "event sink tests against NATS, Rabbit
       assert.deepEqual(
         (await xrange(redisStream)).map((e) => e.message.id),
         ["dl_twice", "dl_other"],
+      );
+    });
+
+    test("the pool reuses one connection per sink, and closes it once it has sat idle", async () => {
+      const stream = tag();
+      cleanup.push(() => redis.del(stream));
+      const pool = new SinkPool(300);
+      const c = {
+        url: new URL("redis://127.0.0.1"),
+        address: "127.0.0.1",
+        port: 6379,
+        tls: false,
+        target: stream,
+      };
+      const first = await pool.get("we_pool", "redis", c);
+      await first.publish(
+        { id: "dl_pool1", key: "tk_pool", type: "task.created", seq: 1, body: "{}" },
+        10_000,
+      );
+      assert.equal(
+        await pool.get("we_pool", "redis", c),
+        first,
+        "the same connection serves the next delivery",
+      );
+      assert.equal(pool.size, 1);
+      await waitFor(() => pool.size === 0, 60_000, "the idle connection closed");
+      assert.equal(first.usable(), false);
+      const again = await pool.get("we_pool", "redis", c);
+      assert.notEqual(again, first, "a later delivery opens a new one");
+      await again.publish(
+        { id: "dl_pool2", key: "tk_pool", type: "task.running", seq: 2, body: "{}" },
+        10_000,
+      );
+      await pool.close();
+      assert.equal(again.usable(), false);
+      assert.equal(pool.size, 0);
+      cleanup.push(() => redis.del([redisDedupeKey(stream, "dl_pool1"), redisDedupeKey(stream, "dl_pool2")]));
+      assert.deepEqual(
+        (await xrange(stream)).map((e) => e.message.id),
+        ["dl_pool1", "dl_pool2"],
       );
     });
 
