@@ -36,6 +36,7 @@ import type { Embedder } from "./search/embedder.ts";
 import { hashedNgramEmbedder } from "./search/hashed-ngram-embedder.ts";
 import { SEALED_META_KEYS } from "./secrets/sealed-meta-keys.ts";
 import { secretBoxFrom } from "./secrets/secret-box.ts";
+import { SinkPool } from "./sinks/sink-pool.ts";
 import { openStore, sqlitePathOf } from "./store/open-store.ts";
 import type { Store } from "./store/store.ts";
 import { CapabilityUrls } from "./tokens/capability-urls.ts";
@@ -289,6 +290,8 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
 
   const outbound = outboundSettings(opts.outbound, secrets);
   const embedder = opts.embedder ?? hashedNgramEmbedder();
+  // Broker connections of event sinks, shared by this process's deliveries, closed with it.
+  const sinks = new SinkPool();
   const fileUrls = urlReader({
     policy: { allowPrivateNetworks: outbound.allowPrivateNetworks },
     maxBytes: fileSizeCap(limits.file_max_bytes),
@@ -330,6 +333,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
             confirmSources,
             signalRetentionMs: limits.signal_retention_s * 1000,
             outbound,
+            sinks,
             notify,
             ...(opts.random ? { random: opts.random } : {}),
             taskFiles: (tenantId: string) => taskFiles({ files: store, blobs, urls: fileUrls }, tenantId),
@@ -417,6 +421,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
       await server.close();
       await metricsServer?.close();
       await worker?.stop();
+      await sinks.close();
       await store.close();
     },
   };

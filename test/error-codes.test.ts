@@ -25,6 +25,7 @@ const FOREIGN = new Set([
   "FST_ERR_VALIDATION",
   "SQLITE_FULL",
   "MODULE_NOT_FOUND",
+  "ERR_MODULE_NOT_FOUND",
   "WHEN_REQUIRED",
 ]);
 /** Environment variables' names: `LONGHAUL_…`. */

@@ -1,10 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ManualClock } from "../src/core/clock.ts";
+import { SINK_TURN_WAIT_MS } from "../src/core/delivery.ts";
 import { MAX_PREVIOUS_SECRETS } from "../src/core/endpoint-secrets.ts";
 import { LonghaulError } from "../src/core/errors.ts";
 import { PARK_MS as PARK_WAIT_MS } from "../src/core/work-item.ts";
-import type { DeliveryState, Lease, Store, WorkItem } from "../src/store/store.ts";
+import type { DeliveryState, Lease, Store, WebhookDeliveryRow, WorkItem } from "../src/store/store.ts";
 
 /**
  * The behaviour every Store implementation must show, written once against the interface.
@@ -1414,6 +1415,105 @@ export function storeContract(name: string, open: (clock: ManualClock) => Promis
         [(await deliveryRow(store, dead)).state, (await deliveryRow(store, dead)).attempts],
         ["delivered", 2],
       );
+      await store.close();
+    });
+
+    test("an event sink's delivery waits while an earlier one of the same sink and task is pending; scopes keep sinks apart", async () => {
+      const { store, clock, tenant } = await setup();
+      const sink = await store.createWebhookEndpoint({
+        tenantId: tenant.id,
+        url: "redis://example.com:6379",
+        kind: "redis",
+        target: "events",
+        events: null,
+        secret: "sealed-url",
+      });
+      assert.deepEqual([sink.kind, sink.target], ["redis", "events"]);
+      const hook = await endpoint(store, tenant.id);
+      const { task } = await submit(store, tenant.id);
+      clock.advance(1);
+      const { task: otherTask } = await submit(store, tenant.id);
+      const leases = new Map<string, Lease>();
+      for (const it of await store.claim("w", 50, 30_000)) {
+        const lease = { itemId: it.id, owner: "w" };
+        if (it.kind === "advance" && it.payload.taskId === task.id) {
+          await store.beginAdvance(lease, task.id);
+          await store.finishAdvance(lease, task.id, { kind: "succeeded", output: null });
+        } else if (it.kind === "deliver") leases.set(String(it.payload.deliveryId), lease);
+        else await store.complete(lease);
+      }
+      for (const [id, lease] of await claimDeliveries(store)) leases.set(id, lease);
+      const sinkLog = (await store.listWebhookDeliveries(tenant.id, sink.id, { limit: 50 }, "sinks"))!
+        .deliveries;
+      const mine = sinkLog.filter((d) => d.taskId === task.id).sort((a, b) => a.eventSeq - b.eventSeq);
+      const [created, running, succeeded] = mine as [
+        WebhookDeliveryRow,
+        WebhookDeliveryRow,
+        WebhookDeliveryRow,
+      ];
+      assert.deepEqual(
+        mine.map((d) => d.eventType),
+        ["task.created", "task.running", "task.succeeded"],
+      );
+      assert.equal(await store.earlierPendingDelivery(created.id), null);
+      // The first is due now (it may be in flight): look again a little later, not at once.
+      assert.equal(await store.earlierPendingDelivery(running.id), clock.now() + SINK_TURN_WAIT_MS);
+      assert.equal(await store.earlierPendingDelivery(succeeded.id), clock.now() + SINK_TURN_WAIT_MS);
+      const otherFirst = sinkLog.find((d) => d.taskId === otherTask.id)!;
+      assert.equal(await store.earlierPendingDelivery(otherFirst.id), null, "another task is not held back");
+      const hookRunning = (await deliveriesOf(store, tenant.id, hook.id))!.find(
+        (d) => d.taskId === task.id && d.eventType === "task.running",
+      )!;
+      assert.ok(hookRunning);
+
+      // The first retries in 5 s: the second waits until then, its work item deferred uncounted.
+      await store.recordDeliveryAttempt(leases.get(created.id)!, created.id, {
+        outcome: "retry",
+        status: null,
+        error: httpError(503),
+        nextAttemptAt: clock.now() + 5000,
+      });
+      const until = await store.earlierPendingDelivery(running.id);
+      assert.equal(until, clock.now() + 5000);
+      await store.deferDelivery(leases.get(running.id)!, until!);
+      assert.equal((await deliveryRow(store, running.id)).attempts, 0);
+      clock.advance(4999);
+      assert.ok(!(await claimDeliveries(store)).has(running.id), "not before the earlier one's retry");
+      clock.advance(1);
+      const due = await claimDeliveries(store);
+      assert.ok(due.has(running.id) && due.has(created.id));
+      await store.recordDeliveryAttempt(due.get(created.id)!, created.id, {
+        outcome: "delivered",
+        status: null,
+      });
+      assert.equal(await store.earlierPendingDelivery(running.id), null);
+      assert.equal(
+        await store.earlierPendingDelivery(succeeded.id),
+        clock.now() + SINK_TURN_WAIT_MS,
+        "still behind the second",
+      );
+
+      // Webhook routes never see a sink, nor sink routes a webhook.
+      assert.deepEqual(
+        (await store.listWebhookEndpoints(tenant.id)).map((e) => e.id),
+        [hook.id],
+      );
+      assert.deepEqual(
+        (await store.listWebhookEndpoints(tenant.id, "sinks")).map((e) => e.id),
+        [sink.id],
+      );
+      assert.equal(await store.listWebhookDeliveries(tenant.id, sink.id, { limit: 1 }), null);
+      assert.equal(await store.deleteWebhookEndpoint(tenant.id, sink.id), false);
+      assert.equal(await store.deleteWebhookEndpoint(tenant.id, hook.id, "sinks"), false);
+      await rejectsCode(
+        store.replayWebhookDelivery(tenant.id, sink.id, created.id),
+        "WEBHOOK_ENDPOINT_NOT_FOUND",
+      );
+      await rejectsCode(
+        store.replayWebhookDelivery(tenant.id, hook.id, hookRunning.id, "sinks"),
+        "EVENT_SINK_NOT_FOUND",
+      );
+      assert.equal(await store.deleteWebhookEndpoint(tenant.id, sink.id, "sinks"), true);
       await store.close();
     });
 

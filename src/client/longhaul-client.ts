@@ -3,6 +3,7 @@ import type {
   ApprovalNotification,
   BulkRerunRequest,
   BulkRerunResult,
+  EventSink,
   RerunResult,
   SearchAnswer,
   SearchRequest,
@@ -248,6 +249,47 @@ export class LonghaulClient {
     return this.call(
       "POST",
       `/v1/webhook-endpoints/${encodeURIComponent(endpointId)}/deliveries/${encodeURIComponent(deliveryId)}/replay`,
+    );
+  }
+
+  /**
+   * Adds an event sink: task events published to NATS JetStream (`subject`), RabbitMQ
+   * (`exchange`) or Redis Streams (`stream`). The URL, credentials included, is kept sealed
+   * and never shown again; answers carry it without credentials.
+   */
+  createEventSink(sink: {
+    kind: EventSink["kind"];
+    url: string;
+    subject?: string;
+    exchange?: string;
+    stream?: string;
+    events?: string[];
+  }): Promise<EventSink> {
+    return this.call("POST", "/v1/event-sinks", sink);
+  }
+
+  async listEventSinks(): Promise<EventSink[]> {
+    return (await this.call<{ data: EventSink[] }>("GET", "/v1/event-sinks")).data;
+  }
+
+  deleteEventSink(id: string): Promise<void> {
+    return this.call("DELETE", `/v1/event-sinks/${encodeURIComponent(id)}`);
+  }
+
+  eventSinkDeliveries(
+    sinkId: string,
+    q: { state?: WebhookDelivery["state"]; limit?: number; cursor?: string } = {},
+  ): Promise<{ data: WebhookDelivery[]; next_cursor: string | null }> {
+    const params = new URLSearchParams();
+    for (const [k, v] of Object.entries(q)) if (v !== undefined) params.set(k, String(v));
+    const qs = params.toString();
+    return this.call("GET", `/v1/event-sinks/${encodeURIComponent(sinkId)}/deliveries${qs ? `?${qs}` : ""}`);
+  }
+
+  replayEventSinkDelivery(sinkId: string, deliveryId: string): Promise<WebhookDelivery> {
+    return this.call(
+      "POST",
+      `/v1/event-sinks/${encodeURIComponent(sinkId)}/deliveries/${encodeURIComponent(deliveryId)}/replay`,
     );
   }
 

@@ -68,6 +68,7 @@ export type WebhookRefusal = Static<typeof wire.WebhookRefusal>;
 
 export type WebhookEndpoint = Static<typeof wire.WebhookEndpoint>;
 export type WebhookEndpointWithSecret = Static<typeof wire.WebhookEndpointWithSecret>;
+export type EventSink = Static<typeof wire.EventSink>;
 export type WebhookDelivery = Static<typeof wire.WebhookDelivery>;
 /** A message of an approval step: a channel, an approver and how its delivery went. */
 export type ApprovalNotification = Static<typeof wire.Notification>;

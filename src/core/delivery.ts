@@ -25,7 +25,7 @@ export function canMoveDelivery(from: DeliveryState, to: DeliveryState): boolean
 
 /** The outcome of one outbound attempt, and what it means for the delivery. */
 export type DeliveryAttemptResult =
-  | { outcome: "delivered"; status: number }
+  | { outcome: "delivered"; status: number | null }
   | { outcome: "retry"; status: number | null; error: ErrorInfo; nextAttemptAt: number }
   | { outcome: "dead" | "failed" | "gone"; status: number | null; error: ErrorInfo };
 
@@ -71,3 +71,9 @@ export function attemptState(current: DeliveryState, r: DeliveryAttemptResult): 
   if (current !== "pending" && state !== "delivered") return current;
   return canMoveDelivery(current, state) ? state : current;
 }
+
+/**
+ * How long an event sink's delivery waits, at least, for an earlier one of the same task that
+ * is due or being attempted: it polls at this pace instead of spinning while the broker answers.
+ */
+export const SINK_TURN_WAIT_MS = 250;

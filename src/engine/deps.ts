@@ -9,6 +9,7 @@ import type { Metrics } from "../metrics/metrics.ts";
 import type { NotifySettings } from "../notify/settings.ts";
 import type { OutboundSettings } from "../outbound/settings.ts";
 import type { Provider } from "../providers/provider.ts";
+import type { SinkPool } from "../sinks/sink-pool.ts";
 import type {
   AdvanceStore,
   ArtifactStore,
@@ -74,6 +75,8 @@ export interface EngineDeps {
   signalRetentionMs: number;
   /** How outbound webhooks are sent: retry schedule, SSRF policy, attempt timeout. */
   outbound: OutboundSettings;
+  /** Connections to event sinks' brokers (src/sinks); absent: the worker keeps its own, closed by stop(). */
+  sinks?: SinkPool;
   /** How approvals' messages are sent: the mail server, Slack, webhook secret, named notifiers. */
   notify: NotifySettings;
   random?: () => number;

@@ -139,7 +139,14 @@ export const handlers: Handlers = {
   async deliver(d, item, lease) {
     const { deliveryId } = item.payload;
     const r = await deliverWebhook(
-      { outbound: d.store, queue: d.store, clock: d.clock, settings: d.outbound, random: d.random },
+      {
+        outbound: d.store,
+        queue: d.store,
+        clock: d.clock,
+        settings: d.outbound,
+        random: d.random,
+        sinks: d.sinks,
+      },
       { deliveryId, lease },
     );
     if (r.kind !== "attempted") return;

@@ -3,6 +3,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { backoffMs } from "../core/backoff.ts";
 import { LonghaulError, STORAGE_FULL_RETRY_AFTER_S } from "../core/errors.ts";
 import { maintenanceItem, type TypedWorkItem, typedWorkItem } from "../core/work-item.ts";
+import { SinkPool } from "../sinks/sink-pool.ts";
 import type { Lease, WorkItem } from "../store/store.ts";
 import type { EngineDeps } from "./deps.ts";
 import { deadItem, handlers } from "./handlers.ts";
@@ -59,11 +60,13 @@ export class Worker {
   /** Aborted by stop(), so a pause after a failed store call does not hold the shutdown. */
   private halt = new AbortController();
   private drained = false;
+  private readonly d: EngineDeps;
+  /** The event sinks' connections when the deps bring none: this worker's own, closed by stop(). */
+  private readonly ownSinks: SinkPool | null;
 
-  constructor(
-    private readonly d: EngineDeps,
-    opts: WorkerOptions = {},
-  ) {
+  constructor(d: EngineDeps, opts: WorkerOptions = {}) {
+    this.ownSinks = d.sinks ? null : new SinkPool();
+    this.d = this.ownSinks ? { ...d, sinks: this.ownSinks } : d;
     this.id = opts.id ?? `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
     this.concurrency = opts.concurrency ?? 16;
     this.slots = new Slots(this.concurrency);
@@ -89,6 +92,7 @@ export class Worker {
     this.poke();
     await this.loopDone;
     await Promise.allSettled([...this.running]);
+    await this.ownSinks?.close();
   }
 
   /**

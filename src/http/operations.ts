@@ -71,6 +71,15 @@ export const operations: Readonly<Record<string, { id: string; tag: string }>> =
     id: "replayWebhookDelivery",
     tag: "Webhook endpoints",
   },
+  "POST /v1/event-sinks": { id: "createEventSink", tag: "Event sinks" },
+  "GET /v1/event-sinks": { id: "listEventSinks", tag: "Event sinks" },
+  "GET /v1/event-sinks/{id}": { id: "getEventSink", tag: "Event sinks" },
+  "DELETE /v1/event-sinks/{id}": { id: "deleteEventSink", tag: "Event sinks" },
+  "GET /v1/event-sinks/{id}/deliveries": { id: "listEventSinkDeliveries", tag: "Event sinks" },
+  "POST /v1/event-sinks/{id}/deliveries/{delivery_id}/replay": {
+    id: "replayEventSinkDelivery",
+    tag: "Event sinks",
+  },
 };
 
 /** The tags in the order a reference lists them, each with a line on what it groups. */
@@ -83,6 +92,11 @@ export const operationTags = [
   { name: "Signals", description: "Events that end waitForEvent steps." },
   { name: "Usage", description: "Tasks, jobs and tokens counted per tenant." },
   { name: "Webhook endpoints", description: "Outbound webhooks: endpoints, secrets and deliveries." },
+  {
+    name: "Event sinks",
+    description:
+      "Task events published to message brokers (NATS JetStream, RabbitMQ, Redis Streams) and their deliveries.",
+  },
   { name: "Approvals", description: "Approval pages and decisions, by signed link." },
   { name: "Callbacks", description: "Signed, expiring callback URLs that end a step." },
   { name: "Ingress", description: "Provider webhooks, verified and recorded once." },

@@ -30,6 +30,7 @@ import { callbacksRoutes } from "./callbacks-routes.ts";
 import { type DashboardOptions, dashboardRoutes } from "./dashboard-routes.ts";
 import { decisionsRoutes } from "./decisions-routes.ts";
 import { frameworkErrors, installErrorHandling, schemaErrorFormatter } from "./error-handler.ts";
+import { eventSinksRoutes } from "./event-sinks-routes.ts";
 import { EventStreams, type EventStreamsOptions } from "./event-streams.ts";
 import { eventsRoutes } from "./events-routes.ts";
 import { filesRoutes } from "./files-routes.ts";
@@ -341,6 +342,7 @@ export function buildServer(d: ServerDeps): FastifyInstance {
     tokensRoutes(api, { store: d.store, keyring: d.keyring, clock: d.clock });
     webhookEndpointsRoutes(api, d.store, d.outbound, limits.webhook_endpoints_per_tenant);
     searchRoutes(api, { store: d.store, embedder: d.embedder });
+    eventSinksRoutes(api, d.store, d.outbound, limits.webhook_endpoints_per_tenant);
     if (d.blobs) artifactsRoutes(api, { store: d.store, blobs: d.blobs });
     if (d.blobs)
       filesRoutes(api, {

@@ -58,6 +58,18 @@ export async function vetTarget(
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw forbidden(`${url.protocol.replace(/:$/, "")}: URLs are not sent to; use http or https.`);
   }
+  return vetHost(url, policy, resolve);
+}
+
+/**
+ * The address half of `vetTarget`, for URLs whose scheme the caller has checked (event sinks'
+ * broker URLs): every address the host resolves to must pass the policy. TARGET_FORBIDDEN.
+ */
+export async function vetHost(
+  url: URL,
+  policy: TargetPolicy,
+  resolve: Resolve = systemResolve,
+): Promise<VettedTarget> {
   const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
   const literal = isIP(host);
   const addresses = literal

@@ -317,6 +317,8 @@ export interface EndpointDbRow {
   id: string;
   tenant_id: string;
   url: string;
+  kind: WebhookEndpointRow["kind"];
+  target: string | null;
   events: string | null;
   secret: string;
   status: WebhookEndpointRow["status"];
@@ -342,6 +344,8 @@ export const toEndpoint = (r: EndpointDbRow): WebhookEndpointRow => ({
   id: r.id,
   tenantId: r.tenant_id,
   url: r.url,
+  kind: r.kind,
+  target: r.target,
   events: parseJson<string[] | null>(r.events),
   status: r.status,
   disabledReason: r.disabled_reason,

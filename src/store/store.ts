@@ -9,6 +9,7 @@ import type { ProviderEvent } from "../core/provider-event.ts";
 import type { Quotas, TenantRow } from "../core/quota.ts";
 import type { AdvanceResult, RunOutcome } from "../core/replay.ts";
 import type { RerunFrom } from "../core/rerun.ts";
+import type { SinkKind } from "../core/sink-kind.ts";
 import type { StepRow, StoredStep } from "../core/step.ts";
 import type { TaskRow, TaskStatus } from "../core/task.ts";
 import type { StatsRows } from "../core/task-stats.ts";
@@ -323,14 +324,16 @@ export interface EventLogStore {
 export interface OutboundStore {
   /** Stores a tenant's endpoint with its signing secret. Task events appended later fan out to it. */
   createWebhookEndpoint(e: NewWebhookEndpoint): Promise<WebhookEndpointRow>;
-  listWebhookEndpoints(tenantId: string): Promise<WebhookEndpointRow[]>;
+  /** `scope` (default webhooks): webhook endpoints or event sinks; each call sees only its own kind. */
+  listWebhookEndpoints(tenantId: string, scope?: EndpointScope): Promise<WebhookEndpointRow[]>;
   /** Removes an endpoint, its deliveries and their queued work; false if the tenant has no such endpoint. */
-  deleteWebhookEndpoint(tenantId: string, endpointId: string): Promise<boolean>;
+  deleteWebhookEndpoint(tenantId: string, endpointId: string, scope?: EndpointScope): Promise<boolean>;
   /** An endpoint's deliveries, newest first; null if the tenant has no such endpoint. */
   listWebhookDeliveries(
     tenantId: string,
     endpointId: string,
     q: { limit: number; cursor?: string | undefined; state?: DeliveryState | undefined },
+    scope?: EndpointScope,
   ): Promise<{ deliveries: WebhookDeliveryRow[]; nextCursor: string | null } | null>;
   /**
    * Queues a dead or failed delivery again, with the whole retry schedule ahead of it.
@@ -340,6 +343,7 @@ export interface OutboundStore {
     tenantId: string,
     endpointId: string,
     deliveryId: string,
+    scope?: EndpointScope,
   ): Promise<WebhookDeliveryRow>;
   /**
    * Replaces an endpoint's signing secret with `secret` (as stored: sealed when a key is set,
@@ -356,6 +360,14 @@ export interface OutboundStore {
   ): Promise<WebhookEndpointRow | null>;
   /** What one attempt needs: the delivery, its endpoint with the secret, its task event; null if gone. */
   deliveryForAttempt(deliveryId: string): Promise<DeliveryAttemptInput | null>;
+  /**
+   * When an earlier delivery of the same endpoint and task is still pending, when to look again
+   * (its next attempt, and at least SINK_TURN_WAIT_MS ahead); null when none is. Event sinks
+   * keep a task's events in order by it.
+   */
+  earlierPendingDelivery(deliveryId: string): Promise<number | null>;
+  /** Puts a delivery's work item back until `runAt` without counting an attempt (it waits its turn). */
+  deferDelivery(lease: Lease, runAt: number): Promise<void>;
   /**
    * Records one attempt and, in the same transaction, reschedules its work item (`retry`) or
    * completes it; `gone` also disables the endpoint and cancels its pending deliveries.
@@ -661,9 +673,20 @@ export interface TaskEventRow {
   createdAt: number;
 }
 
+/** What an endpoint sends to: an HTTP receiver, or a message broker (an event sink, src/sinks). */
+export type EndpointKind = "webhook" | SinkKind;
+
+/** Which endpoints a call sees: webhook endpoints, or event sinks (their routes are apart). */
+export type EndpointScope = "webhooks" | "sinks";
+
 export interface NewWebhookEndpoint {
   tenantId: string;
+  /** What is shown as its URL: for a sink, the broker URL without credentials. */
   url: string;
+  /** Absent: a webhook. */
+  kind?: EndpointKind | undefined;
+  /** A sink's subject prefix, exchange or stream. */
+  target?: string | null | undefined;
   /** Event types and prefixes (`task.*`); null: every event. */
   events: string[] | null;
   /**
@@ -683,6 +706,9 @@ export interface WebhookEndpointRow {
   id: string;
   tenantId: string;
   url: string;
+  kind: EndpointKind;
+  /** A sink's subject prefix, exchange or stream; null for a webhook. */
+  target: string | null;
   events: string[] | null;
   status: "enabled" | "disabled";
   disabledReason: string | null;

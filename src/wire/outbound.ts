@@ -1,5 +1,6 @@
 import { Type } from "typebox";
 import { EVENT_PATTERN, MAX_EVENT_PATTERNS } from "../core/event-filter.ts";
+import { SINK_TARGET_PATTERN, sinkKinds } from "../core/sink-kind.ts";
 import { ErrorInfo, Limit, Nullable, Timestamp } from "./common.ts";
 
 /** An event type (`task.failed`), a prefix ending in `.*` (`task.*`), or `*` for all. */
@@ -80,3 +81,50 @@ export const DeliveriesQuery = Type.Object({
 });
 
 export const DeliveryParams = Type.Object({ id: Type.String(), delivery_id: Type.String() });
+
+/** `POST /v1/event-sinks`: exactly one of subject, exchange or stream, as the kind wants. */
+export const EventSinkBody = Type.Object({
+  kind: Type.Enum([...sinkKinds], {
+    description: "The broker: nats (JetStream), rabbitmq or redis (Streams)",
+  }),
+  url: Type.String({
+    minLength: 1,
+    maxLength: MAX_WEBHOOK_URL,
+    description:
+      "The broker URL (nats://, amqp://, amqps://, redis://, rediss://), credentials included; stored sealed, never shown",
+  }),
+  subject: Type.Optional(
+    Type.String({
+      pattern: SINK_TARGET_PATTERN.source,
+      description: "nats: the subject prefix; each event goes to <subject>.<task_id>",
+    }),
+  ),
+  exchange: Type.Optional(
+    Type.String({
+      pattern: SINK_TARGET_PATTERN.source,
+      description: "rabbitmq: the durable topic exchange; the routing key is the task id",
+    }),
+  ),
+  stream: Type.Optional(
+    Type.String({
+      pattern: SINK_TARGET_PATTERN.source,
+      description: "redis: the stream key events are XADDed to",
+    }),
+  ),
+  events: EndpointBody.properties.events,
+});
+
+export const EventSink = Type.Object({
+  id: Type.String(),
+  kind: Type.Enum([...sinkKinds]),
+  /** The broker URL without credentials. */
+  url: Type.String(),
+  subject: Nullable(Type.String()),
+  exchange: Nullable(Type.String()),
+  stream: Nullable(Type.String()),
+  events: Nullable(Type.Array(Type.String())),
+  status: Type.Enum(["enabled", "disabled"]),
+  disabled_reason: Nullable(Type.String()),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});

@@ -2,6 +2,7 @@ import { useEffect, useState } from "preact/hooks";
 import type {
   WebhookDelivery as Delivery,
   WebhookEndpoint as Endpoint,
+  EventSink,
   Page,
 } from "../../src/client/index.ts";
 import { type ApiError, query, request } from "./api.ts";
@@ -9,34 +10,67 @@ import { href } from "./router.ts";
 import type { TenantSession } from "./session.ts";
 import { Badge, Empty, RequestError, When } from "./ui.tsx";
 
-/** The tenant's outbound webhook endpoints and each one's deliveries, with replay. */
+/** A sink's subject, exchange or stream, as its kind names it. */
+const sinkTarget = (s: EventSink) =>
+  s.kind === "nats"
+    ? `subject ${s.subject}.<task>`
+    : s.kind === "rabbitmq"
+      ? `exchange ${s.exchange}`
+      : `stream ${s.stream}`;
+
+/** The tenant's outbound webhook endpoints and event sinks, and each one's deliveries, with replay. */
 export function Outbound({ session }: { session: TenantSession }) {
   const [endpoints, setEndpoints] = useState<Endpoint[] | null>(null);
+  const [sinks, setSinks] = useState<EventSink[] | null>(null);
   const [error, setError] = useState<ApiError | null>(null);
   const [open, setOpen] = useState<string | null>(null);
 
   useEffect(() => {
-    request<{ data: Endpoint[] }>("/v1/webhook-endpoints", { key: session.key }).then(
-      (r) => {
-        setEndpoints(r.data);
-        setOpen((o) => o ?? r.data[0]?.id ?? null);
+    Promise.all([
+      request<{ data: Endpoint[] }>("/v1/webhook-endpoints", { key: session.key }),
+      request<{ data: EventSink[] }>("/v1/event-sinks", { key: session.key }),
+    ]).then(
+      ([e, s]) => {
+        setEndpoints(e.data);
+        setSinks(s.data);
+        setOpen((o) => o ?? e.data[0]?.id ?? s.data[0]?.id ?? null);
       },
       (err) => setError(err as ApiError),
     );
   }, [session.key]);
 
   if (error) return <RequestError error={error} what="Outbound webhooks" />;
-  if (!endpoints) return <Empty>Loading…</Empty>;
-  if (endpoints.length === 0) {
+  if (!endpoints || !sinks) return <Empty>Loading…</Empty>;
+  if (endpoints.length === 0 && sinks.length === 0) {
     return (
       <Empty>
         No webhook endpoints. Add one with <code>POST /v1/webhook-endpoints {"{url, events?}"}</code>; task
-        events are then delivered to it, signed with Standard Webhooks.
+        events are then delivered to it, signed with Standard Webhooks. Or publish them to a broker with{" "}
+        <code>POST /v1/event-sinks</code>.
       </Empty>
     );
   }
   return (
     <div>
+      {sinks.map((s) => (
+        <div class="card sink" key={s.id}>
+          <div class="endpoint-head">
+            <div>
+              <span class="mono">{s.url}</span> <Badge status={s.status} />
+              <div class="muted small">
+                {s.id} · {s.kind} sink, {sinkTarget(s)} · events: {s.events?.join(", ") ?? "all"}
+                {s.disabled_reason ? ` · ${s.disabled_reason}` : ""}
+              </div>
+            </div>
+            <button type="button" class="link" onClick={() => setOpen(open === s.id ? null : s.id)}>
+              {open === s.id ? "Hide deliveries" : "Show deliveries"}
+            </button>
+          </div>
+          {open === s.id ? (
+            <Deliveries session={session} base={`/v1/event-sinks/${encodeURIComponent(s.id)}/deliveries`} />
+          ) : null}
+        </div>
+      ))}
       {endpoints.map((e) => (
         <div class="card" key={e.id}>
           <div class="endpoint-head">
@@ -51,20 +85,25 @@ export function Outbound({ session }: { session: TenantSession }) {
               {open === e.id ? "Hide deliveries" : "Show deliveries"}
             </button>
           </div>
-          {open === e.id ? <Deliveries session={session} endpointId={e.id} /> : null}
+          {open === e.id ? (
+            <Deliveries
+              session={session}
+              base={`/v1/webhook-endpoints/${encodeURIComponent(e.id)}/deliveries`}
+            />
+          ) : null}
         </div>
       ))}
     </div>
   );
 }
 
-function Deliveries({ session, endpointId }: { session: TenantSession; endpointId: string }) {
+/** One endpoint's or sink's delivery log; `base` is its `…/deliveries` path. */
+function Deliveries({ session, base }: { session: TenantSession; base: string }) {
   const [rows, setRows] = useState<Delivery[] | null>(null);
   const [cursor, setCursor] = useState<string | null>(null);
   const [state, setState] = useState("");
   const [error, setError] = useState<ApiError | null>(null);
   const [done, setDone] = useState<Record<string, string>>({});
-  const base = `/v1/webhook-endpoints/${encodeURIComponent(endpointId)}/deliveries`;
 
   const load = (after: string | null) =>
     request<Page<Delivery>>(`${base}${query({ limit: 50, cursor: after, state })}`, {
@@ -79,7 +118,7 @@ function Deliveries({ session, endpointId }: { session: TenantSession; endpointI
     );
   useEffect(() => {
     void load(null);
-  }, [endpointId, state]);
+  }, [base, state]);
 
   const replay = async (id: string) => {
     try {
@@ -132,7 +171,9 @@ function Deliveries({ session, endpointId }: { session: TenantSession; endpointI
                 <td>{d.state ? <Badge status={d.state} /> : "—"}</td>
                 <td>{d.attempts ?? "—"}</td>
                 <td class="small">
-                  {d.last_status ? `HTTP ${d.last_status}` : d.last_error?.message || "—"}
+                  {d.last_status
+                    ? `HTTP ${d.last_status}`
+                    : d.last_error?.message || (d.state === "delivered" ? "acknowledged" : "—")}
                 </td>
                 <td>{d.next_attempt_at ? <When at={d.next_attempt_at} /> : <span class="muted">—</span>}</td>
                 <td>

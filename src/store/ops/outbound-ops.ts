@@ -1,4 +1,4 @@
-import { attemptState, checkEndpointCount, checkReplayable } from "../../core/delivery.ts";
+import { attemptState, checkEndpointCount, checkReplayable, SINK_TURN_WAIT_MS } from "../../core/delivery.ts";
 import { rotatedSecrets } from "../../core/endpoint-secrets.ts";
 import { LonghaulError } from "../../core/errors.ts";
 import { deliverItem } from "../../core/work-item.ts";
@@ -20,12 +20,16 @@ import type {
   DeliveryAttemptInput,
   DeliveryAttemptResult,
   DeliveryState,
+  EndpointScope,
   Lease,
   NewWebhookEndpoint,
   WebhookDeliveryRow,
   WebhookEndpointRow,
 } from "../store.ts";
-import { complete, fail } from "./queue-ops.ts";
+import { complete, deferUncounted, fail } from "./queue-ops.ts";
+
+/** The condition that keeps webhook endpoints and event sinks apart: each route sees its own. */
+const inScope = (scope: EndpointScope) => (scope === "sinks" ? "kind <> 'webhook'" : "kind = 'webhook'");
 
 /*
  * Outbound webhooks: endpoints, their delivery log, delivery attempts and the retention of
@@ -44,6 +48,7 @@ export async function createEndpoint(tx: Tx, e: NewWebhookEndpoint): Promise<Web
     // Creates of one tenant queue here, so two cannot both see the last free slot.
     await tx.lock(`endpoints:${e.tenantId}`);
     const row = await tx.get<{ n: number | string }>(
+      // Webhooks and sinks share the cap: both are outbound targets the tenant's events fan out to.
       "SELECT count(*) AS n FROM webhook_endpoints WHERE tenant_id = ?",
       [e.tenantId],
     );
@@ -53,26 +58,46 @@ export async function createEndpoint(tx: Tx, e: NewWebhookEndpoint): Promise<Web
   const id = tx.ids.next("we");
   const secret = typeof e.secret === "function" ? e.secret(id) : e.secret;
   const row = (await tx.get<EndpointDbRow>(
-    `INSERT INTO webhook_endpoints (id, tenant_id, url, events, secret, status, created_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, 'enabled', ?, ?) RETURNING *`,
-    [id, e.tenantId, e.url, e.events === null ? null : json(e.events), secret, now, now],
+    `INSERT INTO webhook_endpoints (id, tenant_id, url, kind, target, events, secret, status, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, 'enabled', ?, ?) RETURNING *`,
+    [
+      id,
+      e.tenantId,
+      e.url,
+      e.kind ?? "webhook",
+      e.target ?? null,
+      e.events === null ? null : json(e.events),
+      secret,
+      now,
+      now,
+    ],
   ))!;
   return toEndpoint(row);
 }
 
 /** Reads only; no locks. */
-export async function listEndpoints(tx: Tx, tenantId: string): Promise<WebhookEndpointRow[]> {
+export async function listEndpoints(
+  tx: Tx,
+  tenantId: string,
+  scope: EndpointScope = "webhooks",
+): Promise<WebhookEndpointRow[]> {
   const rows = await tx.all<EndpointDbRow>(
-    "SELECT * FROM webhook_endpoints WHERE tenant_id = ? ORDER BY id",
+    `SELECT * FROM webhook_endpoints WHERE tenant_id = ? AND ${inScope(scope)} ORDER BY id`,
     [tenantId],
   );
   return rows.map(toEndpoint);
 }
 
 /** The tenant's endpoint, locked when the caller is about to change it or its deliveries. */
-function endpointOf(tx: Tx, tenantId: string, endpointId: string, lock = false) {
+function endpointOf(
+  tx: Tx,
+  tenantId: string,
+  endpointId: string,
+  lock = false,
+  scope: EndpointScope = "webhooks",
+) {
   return tx.get<EndpointDbRow>(
-    `SELECT * FROM webhook_endpoints WHERE id = ? AND tenant_id = ?${lock ? tx.d.forUpdate : ""}`,
+    `SELECT * FROM webhook_endpoints WHERE id = ? AND tenant_id = ? AND ${inScope(scope)}${lock ? tx.d.forUpdate : ""}`,
     [endpointId, tenantId],
   );
 }
@@ -90,8 +115,13 @@ async function dropPendingItems(tx: Tx, endpointId: string): Promise<void> {
  * Removes the endpoint, its delivery log and its queued `deliver` items. False if the tenant
  * has no such endpoint. Locks the endpoint row (FOR UPDATE). No events, nothing enqueued.
  */
-export async function deleteEndpoint(tx: Tx, tenantId: string, endpointId: string): Promise<boolean> {
-  if (!(await endpointOf(tx, tenantId, endpointId, true))) return false;
+export async function deleteEndpoint(
+  tx: Tx,
+  tenantId: string,
+  endpointId: string,
+  scope: EndpointScope = "webhooks",
+): Promise<boolean> {
+  if (!(await endpointOf(tx, tenantId, endpointId, true, scope))) return false;
   await dropPendingItems(tx, endpointId);
   await tx.run("DELETE FROM webhook_deliveries WHERE endpoint_id = ?", [endpointId]);
   await tx.run("DELETE FROM webhook_endpoints WHERE id = ?", [endpointId]);
@@ -104,8 +134,9 @@ export async function listDeliveries(
   tenantId: string,
   endpointId: string,
   q: { limit: number; cursor?: string | undefined; state?: DeliveryState | undefined },
+  scope: EndpointScope = "webhooks",
 ): Promise<{ deliveries: WebhookDeliveryRow[]; nextCursor: string | null } | null> {
-  if (!(await endpointOf(tx, tenantId, endpointId))) return null;
+  if (!(await endpointOf(tx, tenantId, endpointId, false, scope))) return null;
   const page = await pageById<DeliveryDbRow>(
     tx,
     "webhook_deliveries",
@@ -125,13 +156,16 @@ export async function replayDelivery(
   tenantId: string,
   endpointId: string,
   deliveryId: string,
+  scope: EndpointScope = "webhooks",
 ): Promise<WebhookDeliveryRow> {
-  const endpoint = await endpointOf(tx, tenantId, endpointId, true);
+  const endpoint = await endpointOf(tx, tenantId, endpointId, true, scope);
   if (!endpoint) {
-    throw new LonghaulError(
-      "WEBHOOK_ENDPOINT_NOT_FOUND",
-      `No webhook endpoint ${endpointId} for this API key.`,
-    );
+    throw scope === "sinks"
+      ? new LonghaulError("EVENT_SINK_NOT_FOUND", `No event sink ${endpointId} for this API key.`)
+      : new LonghaulError(
+          "WEBHOOK_ENDPOINT_NOT_FOUND",
+          `No webhook endpoint ${endpointId} for this API key.`,
+        );
   }
   const d = await tx.get<DeliveryDbRow>(
     `SELECT * FROM webhook_deliveries WHERE id = ? AND endpoint_id = ?${tx.d.forUpdate}`,
@@ -198,6 +232,28 @@ export async function deliveryForAttempt(tx: Tx, deliveryId: string): Promise<De
     endpoint: toEndpointWithSecrets(e, tx.clock.now()),
     event: toTaskEvent(ev),
   };
+}
+
+/**
+ * When an earlier delivery of the delivery's endpoint and task is pending, when to look again:
+ * its next attempt, and never sooner than SINK_TURN_WAIT_MS from now (it may be in flight);
+ * null when none is. Reads only.
+ */
+export async function earlierPending(tx: Tx, deliveryId: string): Promise<number | null> {
+  const row = await tx.get<{ next_attempt_at: number | string | null }>(
+    `SELECT e.next_attempt_at FROM webhook_deliveries d
+       JOIN webhook_deliveries e ON e.endpoint_id = d.endpoint_id AND e.task_id = d.task_id
+        AND e.event_seq < d.event_seq AND e.state = 'pending'
+     WHERE d.id = ? ORDER BY e.event_seq LIMIT 1`,
+    [deliveryId],
+  );
+  if (!row) return null;
+  return Math.max(tx.clock.now() + SINK_TURN_WAIT_MS, Number(row.next_attempt_at ?? 0));
+}
+
+/** Puts a delivery's leased work item back until `runAt`, its attempts uncounted. No events. LEASE_LOST. */
+export async function deferDelivery(tx: Tx, lease: Lease, runAt: number): Promise<void> {
+  await deferUncounted(tx, lease, runAt, "waiting for an earlier event of the same task");
 }
 
 /**

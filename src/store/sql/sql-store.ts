@@ -30,6 +30,7 @@ import type {
   CallbackDelivery,
   DeliveryAttemptResult,
   DeliveryState,
+  EndpointScope,
   InboxEventRow,
   InboxStatus,
   Lease,
@@ -303,21 +304,28 @@ export abstract class SqlStore implements Store {
   createWebhookEndpoint(e: NewWebhookEndpoint) {
     return this.run.write((tx) => outbound.createEndpoint(tx, e));
   }
-  listWebhookEndpoints(tenantId: string) {
-    return this.run.read((tx) => outbound.listEndpoints(tx, tenantId));
+  listWebhookEndpoints(tenantId: string, scope?: EndpointScope) {
+    return this.run.read((tx) => outbound.listEndpoints(tx, tenantId, scope));
   }
-  deleteWebhookEndpoint(tenantId: string, endpointId: string) {
-    return this.run.write((tx) => outbound.deleteEndpoint(tx, tenantId, endpointId));
+  deleteWebhookEndpoint(tenantId: string, endpointId: string, scope?: EndpointScope) {
+    return this.run.write((tx) => outbound.deleteEndpoint(tx, tenantId, endpointId, scope));
   }
   listWebhookDeliveries(
     tenantId: string,
     endpointId: string,
     q: { limit: number; cursor?: string | undefined; state?: DeliveryState | undefined },
+    scope?: EndpointScope,
   ) {
-    return this.run.snapshot((tx) => outbound.listDeliveries(tx, tenantId, endpointId, q));
+    return this.run.snapshot((tx) => outbound.listDeliveries(tx, tenantId, endpointId, q, scope));
   }
-  replayWebhookDelivery(tenantId: string, endpointId: string, deliveryId: string) {
-    return this.run.write((tx) => outbound.replayDelivery(tx, tenantId, endpointId, deliveryId));
+  replayWebhookDelivery(tenantId: string, endpointId: string, deliveryId: string, scope?: EndpointScope) {
+    return this.run.write((tx) => outbound.replayDelivery(tx, tenantId, endpointId, deliveryId, scope));
+  }
+  earlierPendingDelivery(deliveryId: string) {
+    return this.run.read((tx) => outbound.earlierPending(tx, deliveryId));
+  }
+  deferDelivery(lease: Lease, runAt: number) {
+    return this.run.write((tx) => outbound.deferDelivery(tx, lease, runAt));
   }
   rotateWebhookEndpointSecret(
     tenantId: string,
