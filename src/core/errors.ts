@@ -95,6 +95,7 @@ export const errorCodes = [
   "APPROVER_MISMATCH",
   "EMBEDDING_DIMENSION_MISMATCH",
   "CHUNKS_INVALID",
+  "DOCUMENT_UNREADABLE",
 ] as const;
 
 export type ErrorCode = (typeof errorCodes)[number];
