@@ -1,5 +1,4 @@
 import { fileURLToPath } from "node:url";
-import PDFDocument from "pdfkit";
 import { type ReportSpec, sourceLocation } from "../core/report.ts";
 
 /**
@@ -32,6 +31,8 @@ function allText(spec: ReportSpec): string[] {
  */
 export async function renderReportPdf(spec: ReportSpec): Promise<Uint8Array> {
   const latin = allText(spec).every((t) => LATIN_1.test(t));
+  // Loaded on first use, so a worker that renders no report never loads pdfkit and fontkit.
+  const { default: PDFDocument } = await import("pdfkit");
   const doc = new PDFDocument({
     size: "A4",
     margin: 56,

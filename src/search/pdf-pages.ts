@@ -1,4 +1,3 @@
-import { getDocumentProxy } from "unpdf";
 import { LonghaulError, nonRetriable } from "../core/errors.ts";
 
 /** What `%PDF-` looks like in bytes: every PDF starts with it (within its first 1 024 bytes). */
@@ -36,6 +35,8 @@ export async function pdfPages(bytes: Uint8Array): Promise<string[]> {
     throw documentUnreadable("not_pdf", "The document is not a PDF: its bytes do not start with %PDF-.");
   // pdf.js takes ownership of the buffer it is given (it may detach it): hand it a copy.
   const data = new Uint8Array(bytes);
+  // Loaded on first use: pdf.js is megabytes of code that a process reading no PDF never needs.
+  const { getDocumentProxy } = await import("unpdf");
   let pdf: Awaited<ReturnType<typeof getDocumentProxy>>;
   try {
     pdf = await getDocumentProxy(data, { verbosity: 0, isEvalSupported: false });
