@@ -7,14 +7,17 @@ import PDFDocument from "pdfkit";
 import { defineTask } from "../src/core/task-type.ts";
 import { chunkPdfPages } from "../src/search/chunk-pdf.ts";
 import { pdfPages } from "../src/search/pdf-pages.ts";
+import { PostgresStore } from "../src/store/postgres/postgres-store.ts";
 import { tempDir, waitFor } from "./helpers.ts";
+import { pgAvailableOrReport, pgTestSchemas, pgUnreachable, pgUrl } from "./pg-env.ts";
 import { type Stack, startStack } from "./stack.ts";
 
 // PDFs in and PDF reports out, over real HTTP on a SQLite file: a 50-page PDF uploaded and
 // summarised by rag_summary is chunked page by page (a sentence of page 37 is found with its
 // page), and its report is an application/pdf artifact whose first page pdftoppm renders and
 // whose text holds the title, Latin or Chinese; a file that is not a PDF, and an encrypted PDF,
-// fail with DOCUMENT_UNREADABLE. No store operation is new, so PostgreSQL is not run here.
+// fail with DOCUMENT_UNREADABLE. The 50-page run is repeated on PostgreSQL, whose chunks keep
+// their page in the same column.
 
 const PDFTOPPM = "/usr/bin/pdftoppm";
 const pdftoppmSkip =
@@ -83,6 +86,58 @@ describe("PDF pages and chunks", () => {
   });
 });
 
+async function uploadTo(stack: Stack, bytes: Buffer, filename: string, contentType: string) {
+  const res = await fetch(`${stack.url}/v1/files?filename=${filename}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${stack.key}`, "content-type": contentType },
+    body: new Uint8Array(bytes),
+  });
+  const body = await res.json();
+  assert.equal(res.status, 201, JSON.stringify(body));
+  return body.file_id as string;
+}
+
+async function runOn(stack: Stack, body: unknown) {
+  const submitted = await stack.api("/v1/tasks", { body });
+  assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
+  const id = submitted.body.task_id as string;
+  return waitFor(
+    async () => {
+      const r = await stack.api(`/v1/tasks/${id}`);
+      return ["succeeded", "failed", "canceled", "timed_out"].includes(r.body.status) ? r.body : null;
+    },
+    120_000,
+    `task ${id} to end`,
+  );
+}
+
+/** Uploads a 50-page PDF, summarises it, and checks that page 37's sentence is found with its page. */
+async function summariseLedger(stack: Stack) {
+  const fileId = await uploadTo(stack, await makePdf(50), "ledger.pdf", "application/pdf");
+  const task = await runOn(stack, {
+    type: "rag_summary",
+    input: { file_id: fileId, title: "Harbour ledger" },
+  });
+  assert.equal(task.status, "succeeded", JSON.stringify(task.error));
+  assert.ok(task.output.chunks >= 50, `${task.output.chunks} chunks`);
+  assert.equal(await stack.store.countChunks(stack.tenantId, task.task_id), task.output.chunks);
+  for (const mode of ["keyword", "vector", "hybrid"]) {
+    const r = await stack.api("/v1/search", {
+      body: {
+        query: "how many copper lanterns does the quartermaster count",
+        mode,
+        filter: { file_id: fileId },
+      },
+    });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const top = r.body.data[0];
+    assert.equal(top.source.page, 37, `${mode}: ${JSON.stringify(top)}`);
+    assert.match(top.text, /thirty-seven copper lanterns/);
+    assert.equal(top.file_id, fileId);
+  }
+  return { task, fileId };
+}
+
 const badReport = defineTask("report.bad", async (_input, step) =>
   step.report("r", { title: "  ", keyPoints: ["x"] }),
 );
@@ -98,29 +153,9 @@ describe("rag_summary of PDFs and its PDF report, over HTTP (SQLite)", () => {
     tmp.cleanup();
   });
 
-  const upload = async (bytes: Buffer, filename: string, contentType: string) => {
-    const res = await fetch(`${stack.url}/v1/files?filename=${filename}`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${stack.key}`, "content-type": contentType },
-      body: new Uint8Array(bytes),
-    });
-    const body = await res.json();
-    assert.equal(res.status, 201, JSON.stringify(body));
-    return body.file_id as string;
-  };
-  const runToEnd = async (body: unknown) => {
-    const submitted = await stack.api("/v1/tasks", { body });
-    assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
-    const id = submitted.body.task_id as string;
-    return waitFor(
-      async () => {
-        const r = await stack.api(`/v1/tasks/${id}`);
-        return ["succeeded", "failed", "canceled", "timed_out"].includes(r.body.status) ? r.body : null;
-      },
-      120_000,
-      `task ${id} to end`,
-    );
-  };
+  const upload = (bytes: Buffer, filename: string, contentType: string) =>
+    uploadTo(stack, bytes, filename, contentType);
+  const runToEnd = (body: unknown) => runOn(stack, body);
   const download = async (taskId: string, name: string) => {
     const res = await fetch(`${stack.url}/v1/tasks/${taskId}/artifacts/${name}`, {
       headers: { authorization: `Bearer ${stack.key}` },
@@ -152,29 +187,9 @@ describe("rag_summary of PDFs and its PDF report, over HTTP (SQLite)", () => {
   let ledgerFile: string;
 
   test("a 50-page PDF ends succeeded, chunked by page: a sentence of page 37 is found with source.page = 37", async () => {
-    ledgerFile = await upload(await makePdf(50), "ledger.pdf", "application/pdf");
-    const task = await runToEnd({
-      type: "rag_summary",
-      input: { file_id: ledgerFile, title: "Harbour ledger" },
-    });
-    assert.equal(task.status, "succeeded", JSON.stringify(task.error));
-    ledgerTask = task;
-    assert.ok(task.output.chunks >= 50, `${task.output.chunks} chunks`);
-    assert.equal(await stack.store.countChunks(stack.tenantId, task.task_id), task.output.chunks);
-    for (const mode of ["keyword", "vector", "hybrid"]) {
-      const r = await stack.api("/v1/search", {
-        body: {
-          query: "how many copper lanterns does the quartermaster count",
-          mode,
-          filter: { file_id: ledgerFile },
-        },
-      });
-      assert.equal(r.status, 200, JSON.stringify(r.body));
-      const top = r.body.data[0];
-      assert.equal(top.source.page, 37, `${mode}: ${JSON.stringify(top)}`);
-      assert.match(top.text, /thirty-seven copper lanterns/);
-      assert.equal(top.file_id, ledgerFile);
-    }
+    const r = await summariseLedger(stack);
+    ledgerTask = r.task;
+    ledgerFile = r.fileId;
   });
 
   test("its report is served as application/pdf, holds the title and cites chunks by id and page", async () => {
@@ -248,3 +263,19 @@ describe("rag_summary of PDFs and its PDF report, over HTTP (SQLite)", () => {
     assert.match(task.error.message, /step\.report\("r"\): "title"/);
   });
 });
+
+if (pgAvailableOrReport(await pgUnreachable(), "PostgreSQL PDF tests")) {
+  const { fresh } = pgTestSchemas();
+  describe("rag_summary of a 50-page PDF over HTTP (PostgreSQL)", () => {
+    let stack: Stack;
+    before(async () => {
+      stack = await startStack({ store: new PostgresStore({ url: pgUrl(fresh()) }) });
+    });
+    after(async () => {
+      await stack.close();
+    });
+    test("ends succeeded; page 37's sentence is found with source.page = 37 in every mode", async () => {
+      await summariseLedger(stack);
+    });
+  });
+}
