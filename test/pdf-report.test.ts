@@ -63,6 +63,14 @@ describe("PDF pages and chunks", () => {
       [1, 2, 3],
     );
     assert.match(chunks[2]!.text, /berth 3/);
+    // A page with no text (a scan, a blank page) gives no chunk; the pages after keep their numbers.
+    assert.deepEqual(
+      chunkPdfPages(["first page", "", "  \n ", "fourth page"]).map((c) => [c.source.page, c.text]),
+      [
+        [1, "first page"],
+        [4, "fourth page"],
+      ],
+    );
   });
 
   test("not a PDF, an encrypted PDF and a cut PDF are DOCUMENT_UNREADABLE", async () => {
