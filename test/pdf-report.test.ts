@@ -264,6 +264,12 @@ describe("rag_summary of PDFs and its PDF report, over HTTP (SQLite)", () => {
     assert.equal(await stack.store.countChunks(stack.tenantId, task.task_id), 0);
   });
 
+  test("a reference with a title beside it is checked when read: a missing file fails the task with FILE_NOT_FOUND", async () => {
+    const task = await runToEnd({ type: "rag_summary", input: { file_id: "file_missing", title: "Ledger" } });
+    assert.equal(task.status, "failed");
+    assert.equal(task.error.code, "FILE_NOT_FOUND", JSON.stringify(task.error));
+  });
+
   test("step.report refuses a report without a title: the task fails with VALIDATION_FAILED", async () => {
     const task = await runToEnd({ type: "report.bad", input: {} });
     assert.equal(task.status, "failed");
