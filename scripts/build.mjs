@@ -12,7 +12,7 @@ import { build } from "esbuild";
 const root = join(import.meta.dirname, "..");
 const src = join(root, "src");
 const dist = join(root, "dist");
-const runtimeExtensions = new Set([".sql"]);
+const runtimeExtensions = new Set([".sql", ".ttf"]);
 
 // Dependencies shipped as hundreds of small ES modules: Node resolves, reads and links each file
 // on its own, which costs a start of `longhaul serve` ~130 ms for typebox (374 files) against

@@ -41,6 +41,7 @@ export {
 export type { FileRef, OpenedFile, TaskFiles } from "./core/file-refs.ts";
 export type { JobStatus } from "./core/job.ts";
 export type { ProviderEvent } from "./core/provider-event.ts";
+export type { ReportOptions, ReportSection, ReportSource, ReportSpec } from "./core/report.ts";
 export type { StandardSchemaV1 } from "./core/standard-schema.ts";
 export type { StepStatus } from "./core/step.ts";
 export type { BucketCredentials, StorageUrlsConfig } from "./core/storage-urls.ts";
@@ -89,8 +90,10 @@ export {
   type DocumentKind,
   type TextChunk,
 } from "./search/chunk-document.ts";
+export { chunkPdfPages } from "./search/chunk-pdf.ts";
 export { type Embedder, embedChecked } from "./search/embedder.ts";
 export { hashedNgramEmbedder } from "./search/hashed-ngram-embedder.ts";
+export { looksLikePdf, pdfPages } from "./search/pdf-pages.ts";
 
 /**
  * @deprecated Import it from `longhaul/testing`; this re-export goes in the next minor release.

@@ -64,8 +64,10 @@ describe("tasks end to end over HTTP on a SQLite file", () => {
         ["summarize", "succeeded"],
         ["chunk", "succeeded"],
         ["store-chunks", "succeeded"],
+        ["artifact:report.pdf", "succeeded"],
       ],
     );
+    assert.equal(task.output.report.content_type, "application/pdf");
     assert.deepEqual(task.output.index, { embedder: "hashed-ngram", dimensions: 384 });
     // Indexed once: the chunks are the tenant's, as many as the output says.
     assert.equal(await stack.store.countChunks(stack.tenantId, task.task_id), task.output.chunks);

@@ -127,7 +127,7 @@ describe("files in tasks' inputs over HTTP", () => {
     assert.ok(task.output.chunks >= 2);
     assert.deepEqual(
       task.steps.map((st: { id: string }) => st.id),
-      ["read-document", "summarize", "chunk", "store-chunks"],
+      ["read-document", "summarize", "chunk", "store-chunks", "artifact:report.pdf"],
     );
   });
 });

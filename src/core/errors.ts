@@ -97,6 +97,7 @@ export const errorCodes = [
   "EMBEDDING_DIMENSION_MISMATCH",
   "CHUNKS_INVALID",
   "TASK_NOT_RERUNNABLE",
+  "DOCUMENT_UNREADABLE",
 ] as const;
 
 export type ErrorCode = (typeof errorCodes)[number];

@@ -2,6 +2,7 @@ import type { ArtifactInfo } from "./artifact.ts";
 import type { Clock } from "./clock.ts";
 import type { ErrorInfo } from "./errors.ts";
 import type { NotifyContext } from "./notification.ts";
+import type { ReportSpec } from "./report.ts";
 import type { StoredStep } from "./step.ts";
 import type { LogLine } from "./task-log.ts";
 import type { ArtifactData, TaskContext, TaskFunction } from "./task-type.ts";
@@ -75,6 +76,11 @@ export interface ReplayPorts {
    * with that error, and the bytes were removed.
    */
   storeArtifact?(a: ArtifactToStore): Promise<ArtifactInfo | { refused: ErrorInfo }>;
+  /**
+   * `step.report`'s bytes: the report rendered as a PDF. Called only when the report's artifact
+   * is not stored yet, as its data is read. Without this port `step.report` fails the task.
+   */
+  renderReport?(report: ReportSpec): Promise<Uint8Array>;
   /** Records that a callback's URL reached its `handoff`. */
   markHandedOff(stepId: string): Promise<void>;
   /**

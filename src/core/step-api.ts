@@ -8,6 +8,7 @@ import { emailToProblem, type NotifyContext, notifyProblem, storedEntry } from "
 import { declaredMaxTokens } from "./quota.ts";
 import type { RunOutcome } from "./replay-contract.ts";
 import { FATAL, fail, INVALID, never, type ReplayRun } from "./replay-run.ts";
+import { type ReportOptions, type ReportSpec, reportArtifactName, reportProblem } from "./report.ts";
 import type {
   ApprovalOptions,
   ApprovalResult,
@@ -37,6 +38,7 @@ export function stepApi(run: ReplayRun): StepApi {
     sleep: (id: string, duration: Duration) => sleepStep(run, id, duration),
     artifact: (name: string, data: ArtifactData, options?: ArtifactOptions) =>
       artifactStep(run, name, data, options),
+    report: (id: string, report: ReportSpec, options?: ReportOptions) => reportStep(run, id, report, options),
     waitForEvent: <T>(id: string, options: WaitForEventOptions) => waitForEventStep<T>(run, id, options),
     batch: <T>(id: string, options: BatchOptions) => batchStep<T>(run, api, id, options),
   };
@@ -225,6 +227,39 @@ function escalateProblem(o: ApprovalOptions, ctx: NotifyContext): string | null 
     return 'onTimeout is "escalate" but there is nobody to escalate to; set escalate.to';
   }
   return null;
+}
+
+/**
+ * `step.report`: a `step.artifact` of the rendered PDF, under the same step id, row and replay.
+ * The PDF is rendered only as the artifact's data is read, so a replay, which answers the stored
+ * artifact, renders nothing, and a render that throws is retried as a broken stream would be.
+ */
+function reportStep(
+  run: ReplayRun,
+  id: string,
+  report: ReportSpec,
+  options: ReportOptions = {},
+): Promise<ArtifactInfo> {
+  if (typeof id !== "string" || id.length === 0) {
+    run.halt(fail("VALIDATION_FAILED", "step.report: the id must be a non-empty string."));
+    return never();
+  }
+  const problem = reportProblem(report);
+  if (problem !== null) {
+    run.halt(fail("VALIDATION_FAILED", `step.report("${id}"): ${problem}.`));
+    return never();
+  }
+  const render = run.args.ports.renderReport;
+  if (!render) {
+    run.halt(fail("VALIDATION_FAILED", `step.report("${id}"): this engine has no report renderer.`));
+    return never();
+  }
+  const data: AsyncIterable<Uint8Array> = {
+    async *[Symbol.asyncIterator]() {
+      yield await render(report);
+    },
+  };
+  return artifactStep(run, reportArtifactName(id, options), data, { contentType: "application/pdf" });
 }
 
 /**

@@ -3,6 +3,7 @@ import type { TaskIndex } from "./chunk.ts";
 import type { Duration } from "./duration.ts";
 import type { TaskFiles } from "./file-refs.ts";
 import type { NotifyEntry } from "./notification.ts";
+import type { ReportOptions, ReportSpec } from "./report.ts";
 import type { StandardSchemaV1 } from "./standard-schema.ts";
 import type { TaskLog } from "./task-log.ts";
 
@@ -201,6 +202,13 @@ export interface StepApi {
    * `data` again. Each name once per task (`STEP_ID_DUPLICATE` otherwise).
    */
   artifact(name: string, data: ArtifactData, options?: ArtifactOptions): Promise<ArtifactInfo>;
+  /**
+   * Renders `report` as a PDF (title, summary, key points, sections, sources) and stores it as
+   * the task's artifact `options.name` (default `<id>.pdf`, served as `application/pdf`). A step
+   * like `step.artifact`: rendered and stored once, and a replay answers the stored artifact
+   * without rendering again. A report that is not well formed fails the task (VALIDATION_FAILED).
+   */
+  report(id: string, report: ReportSpec, options?: ReportOptions): Promise<ArtifactInfo>;
   /**
    * Runs `requests` as a provider batch job (the provider writes and uploads the input file)
    * and suspends until it ends; the result holds one item per request, in order. With

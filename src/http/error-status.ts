@@ -133,6 +133,11 @@ export const errorStatus: Readonly<Record<ErrorCode, number>> = {
   EMBEDDING_DIMENSION_MISMATCH: 502,
   /** Chunks a task handed to `ctx.index.put` that cannot be stored (an empty text, a duplicate id…); none were. */
   CHUNKS_INVALID: 400,
+  /**
+   * A document a task was given that it cannot read as its kind says (not a PDF, an encrypted
+   * PDF, a damaged one): `details.reason` says which. Final for the step: the same bytes fail again.
+   */
+  DOCUMENT_UNREADABLE: 422,
 };
 
 /** The HTTP status of an error: its code's, or 500 for anything that is not a LonghaulError. */

@@ -9,6 +9,7 @@ import type { LogLine } from "../core/task-log.ts";
 import type { TaskInfo, TaskType } from "../core/task-type.ts";
 import type { WaitRequest } from "../core/wait.ts";
 import { type NotifySettings, notifyContext } from "../notify/settings.ts";
+import { renderReportPdf } from "../reports/render-report.ts";
 import type { AdvanceStore, ArtifactStore, Lease, QueueStore, WaitStore } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 import { loadPayload, type PayloadBlobs, storePayload } from "./payloads.ts";
@@ -176,6 +177,7 @@ export async function advanceTask(
                   },
                   { lease, tenantId: task.tenantId, taskId, artifact },
                 ),
+              renderReport: renderReportPdf,
             }
           : {}),
         log: (line) => {

@@ -72,6 +72,9 @@ function checkDrafts(drafts: readonly ChunkDraft[]): void {
     ) {
       refuse(`Chunk ${i} has a line range that is not 1 ≤ start ≤ end.`);
     }
+    const page = c.source?.page;
+    if (page !== undefined && !(Number.isInteger(page) && page >= 1))
+      refuse(`Chunk ${i} has a page that is not an integer of at least 1.`);
     if (
       c.metadata !== undefined &&
       (typeof c.metadata !== "object" || c.metadata === null || Array.isArray(c.metadata))
