@@ -43,7 +43,7 @@ if (!existsSync(CHROMIUM)) {
 
     test("a sink, its kind and target, and its failing delivery are shown, without the URL's password", async () => {
       const port = await freePort();
-      const sink = await stack.api("/v1/event-sinks", {
+      const sink = await stack.api("/v1/sinks", {
         body: {
           kind: "redis",
           url: `redis://app:pw-dashboard-hidden@127.0.0.1:${port}`,
@@ -56,7 +56,7 @@ if (!existsSync(CHROMIUM)) {
       assert.equal(r.status, 202, JSON.stringify(r.body));
       await waitFor(
         async () =>
-          (await stack.api(`/v1/event-sinks/${sink.body.id}/deliveries`)).body.data[0]?.last_error ?? null,
+          (await stack.api(`/v1/sinks/${sink.body.id}/deliveries`)).body.data[0]?.last_error ?? null,
         30_000,
         "a failed attempt",
       );

@@ -101,9 +101,9 @@ if (brokersAvailableOrReport(unreachable, "event sink tests against NATS, Rabbit
     });
 
     const as = (key: string) => ({ headers: { authorization: `Bearer ${key}` } });
-    const createSink = (body: unknown, key = stack.key) => stack.api("/v1/event-sinks", { body, ...as(key) });
+    const createSink = (body: unknown, key = stack.key) => stack.api("/v1/sinks", { body, ...as(key) });
     const deliveries = async (id: string, key = stack.key) =>
-      stack.api(`/v1/event-sinks/${id}/deliveries?limit=200`, as(key));
+      stack.api(`/v1/sinks/${id}/deliveries?limit=200`, as(key));
     const allDelivered = (id: string, n?: number) =>
       waitFor(
         async () => {
@@ -131,7 +131,7 @@ if (brokersAvailableOrReport(unreachable, "event sink tests against NATS, Rabbit
     const ofTask = (data: any[], taskId: string) =>
       data.filter((d) => d.event.task_id === taskId).sort((a, b) => a.event.seq - b.event.seq);
 
-    test("a task's events arrive on each broker in seq order, keyed by the task id, with the delivery id", async () => {
+    test("a task's events arrive on each broker in seq order, keyed by the task id, with the event's id", async () => {
       const subject = tag();
       const stream = subject.toUpperCase();
       await jsm.streams.add({ name: stream, subjects: [`${subject}.>`] });
@@ -166,7 +166,7 @@ if (brokersAvailableOrReport(unreachable, "event sink tests against NATS, Rabbit
 
       const taskId = await runTask();
 
-      // NATS: <subject>.<task id>, Nats-Msg-Id the delivery id, in seq order.
+      // NATS: <subject>.<task id>.<event type>, Nats-Msg-Id the event's id, in seq order.
       const natsLog = ofTask(await allDelivered(nats.body.id), taskId);
       assert.equal(natsLog[0].event.type, "task.created");
       assert.equal(natsLog.at(-1).event.type, "task.succeeded");
@@ -178,15 +178,18 @@ if (brokersAvailableOrReport(unreachable, "event sink tests against NATS, Rabbit
       for (let i = 0; i < natsLog.length; i++) {
         const m = await jsm.streams.getMessage(stream, { seq: i + 1 });
         assert.ok(m);
-        assert.equal(m.subject, `${subject}.${taskId}`);
-        assert.equal(m.header?.get("Nats-Msg-Id"), natsLog[i].id);
+        assert.equal(m.subject, `${subject}.${taskId}.${natsLog[i].event.type}`);
+        assert.equal(m.header?.get("Nats-Msg-Id"), String(natsLog[i].event.seq));
         const body = m.json<any>();
+        // The event as /v1/events shows it, with its id.
+        assert.deepEqual(Object.keys(body), ["id", "seq", "task_id", "type", "data", "created_at"]);
+        assert.equal(body.id, String(natsLog[i].event.seq));
         assert.equal(body.type, natsLog[i].event.type);
-        assert.equal(body.data.seq, natsLog[i].event.seq);
-        assert.equal(body.data.task_id, taskId);
+        assert.equal(body.seq, natsLog[i].event.seq);
+        assert.equal(body.task_id, taskId);
       }
 
-      // RabbitMQ: routing key the task id, persistent, message_id the delivery id, in seq order.
+      // RabbitMQ: routing key the event type, persistent, message_id the event's id, in seq order.
       const rabbitLog = ofTask(await allDelivered(rabbit.body.id), taskId);
       assert.deepEqual(
         rabbitLog.map((d) => d.event.type),
@@ -199,11 +202,12 @@ if (brokersAvailableOrReport(unreachable, "event sink tests against NATS, Rabbit
         return got.length === rabbitLog.length;
       }, 60_000);
       got.forEach((m, i) => {
-        assert.equal(m.fields.routingKey, taskId);
+        assert.equal(m.fields.routingKey, rabbitLog[i].event.type);
+        assert.equal(m.properties.headers?.["task-id"], taskId);
         assert.equal(m.properties.deliveryMode, 2, "persistent");
-        assert.equal(m.properties.messageId, rabbitLog[i].id);
+        assert.equal(m.properties.messageId, String(rabbitLog[i].event.seq));
         assert.equal(m.properties.type, rabbitLog[i].event.type);
-        assert.equal(JSON.parse(m.content.toString()).data.seq, rabbitLog[i].event.seq);
+        assert.equal(JSON.parse(m.content.toString()).seq, rabbitLog[i].event.seq);
       });
 
       // Redis: XADD with id, task_id, type, seq and data fields, in seq order.
@@ -211,9 +215,9 @@ if (brokersAvailableOrReport(unreachable, "event sink tests against NATS, Rabbit
       const entries = await xrange(redisStream);
       assert.deepEqual(
         entries.map((e) => [e.message.id, e.message.task_id, e.message.type, Number(e.message.seq)]),
-        redisLog.map((d) => [d.id, taskId, d.event.type, d.event.seq]),
+        redisLog.map((d) => [String(d.event.seq), taskId, d.event.type, d.event.seq]),
       );
-      assert.equal(JSON.parse(entries[0]!.message.data!).data.task_id, taskId);
+      assert.equal(JSON.parse(entries[0]!.message.data!).task_id, taskId);
     });
 
     test("the same delivery published twice is stored once on NATS (Nats-Msg-Id) and Redis (idempotency key)", async () => {
@@ -322,7 +326,7 @@ if (brokersAvailableOrReport(unreachable, "event sink tests against NATS, Rabbit
       );
       assert.deepEqual(
         entries.map((e) => e.message.id),
-        log.map((d) => d.id),
+        log.map((d) => String(d.event.seq)),
       );
     });
 
@@ -351,7 +355,7 @@ if (brokersAvailableOrReport(unreachable, "event sink tests against NATS, Rabbit
       const entries = await xrange(redisStream);
       assert.deepEqual(
         entries.map((e) => [e.message.id, e.message.task_id]),
-        [[dead.id, taskId]],
+        [[String(dead.event.seq), taskId]],
       );
     });
 
@@ -374,14 +378,14 @@ if (brokersAvailableOrReport(unreachable, "event sink tests against NATS, Rabbit
       }, 60_000);
       assert.equal(failed.last_error.code, "CONNECTION_FAILED");
       assert.ok(!failed.last_error.message.includes(password), failed.last_error.message);
-      const list = await stack.api("/v1/event-sinks");
+      const list = await stack.api("/v1/sinks");
       assert.ok(!JSON.stringify(list.body).includes(password));
       const db = new Database(dbPath, { readonly: true });
       const row = db.prepare("SELECT * FROM webhook_endpoints WHERE id = ?").get(sink.body.id) as any;
       db.close();
       assert.match(row.secret, /^enc:v2:/);
       assert.ok(!JSON.stringify(row).includes(password));
-      await stack.api(`/v1/event-sinks/${sink.body.id}`, { method: "DELETE" });
+      await stack.api(`/v1/sinks/${sink.body.id}`, { method: "DELETE" });
     });
 
     test("sinks are the tenant's own, and apart from webhook endpoints", async () => {
@@ -400,12 +404,12 @@ if (brokersAvailableOrReport(unreachable, "event sink tests against NATS, Rabbit
         60_000,
       );
 
-      assert.deepEqual((await stack.api("/v1/event-sinks", as(otherKey))).body.data, []);
+      assert.deepEqual((await stack.api("/v1/sinks", as(otherKey))).body.data, []);
       for (const [method, path] of [
-        ["GET", `/v1/event-sinks/${id}`],
-        ["GET", `/v1/event-sinks/${id}/deliveries`],
-        ["POST", `/v1/event-sinks/${id}/deliveries/${d.id}/replay`],
-        ["DELETE", `/v1/event-sinks/${id}`],
+        ["GET", `/v1/sinks/${id}`],
+        ["GET", `/v1/sinks/${id}/deliveries`],
+        ["POST", `/v1/sinks/${id}/deliveries/${d.id}/replay`],
+        ["DELETE", `/v1/sinks/${id}`],
       ] as const) {
         const r = await stack.api(path, { method, ...as(otherKey) });
         assert.equal(r.status, 404, `${method} ${path}`);
@@ -419,14 +423,14 @@ if (brokersAvailableOrReport(unreachable, "event sink tests against NATS, Rabbit
         body: {},
       });
       assert.equal(rotate.status, 404);
-      assert.equal((await stack.api(`/v1/event-sinks/${id}`)).body.id, id);
+      assert.equal((await stack.api(`/v1/sinks/${id}`)).body.id, id);
       await client.deleteEventSink(id);
-      assert.equal((await stack.api(`/v1/event-sinks/${id}`)).status, 404);
+      assert.equal((await stack.api(`/v1/sinks/${id}`)).status, 404);
       assert.equal((await deliveries(id)).status, 404, "its delivery log went with it");
     });
 
     test("bad input is 400 with a stable code, and nothing is written", async () => {
-      const before = (await stack.api("/v1/event-sinks")).body.data.length;
+      const before = (await stack.api("/v1/sinks")).body.data.length;
       const cases: [unknown, string][] = [
         [{ kind: "kafka", url: "kafka://127.0.0.1:9092", subject: "x" }, "VALIDATION_FAILED"],
         [{ kind: "nats", url: "not a url :pw-hidden", subject: "x" }, "VALIDATION_FAILED"],
@@ -452,7 +456,7 @@ if (brokersAvailableOrReport(unreachable, "event sink tests against NATS, Rabbit
         ),
         (err: any) => err.code === "TARGET_FORBIDDEN",
       );
-      assert.equal((await stack.api("/v1/event-sinks")).body.data.length, before);
+      assert.equal((await stack.api("/v1/sinks")).body.data.length, before);
     });
   });
 }

@@ -265,15 +265,15 @@ export class LonghaulClient {
     stream?: string;
     events?: string[];
   }): Promise<EventSink> {
-    return this.call("POST", "/v1/event-sinks", sink);
+    return this.call("POST", "/v1/sinks", sink);
   }
 
   async listEventSinks(): Promise<EventSink[]> {
-    return (await this.call<{ data: EventSink[] }>("GET", "/v1/event-sinks")).data;
+    return (await this.call<{ data: EventSink[] }>("GET", "/v1/sinks")).data;
   }
 
   deleteEventSink(id: string): Promise<void> {
-    return this.call("DELETE", `/v1/event-sinks/${encodeURIComponent(id)}`);
+    return this.call("DELETE", `/v1/sinks/${encodeURIComponent(id)}`);
   }
 
   eventSinkDeliveries(
@@ -283,13 +283,13 @@ export class LonghaulClient {
     const params = new URLSearchParams();
     for (const [k, v] of Object.entries(q)) if (v !== undefined) params.set(k, String(v));
     const qs = params.toString();
-    return this.call("GET", `/v1/event-sinks/${encodeURIComponent(sinkId)}/deliveries${qs ? `?${qs}` : ""}`);
+    return this.call("GET", `/v1/sinks/${encodeURIComponent(sinkId)}/deliveries${qs ? `?${qs}` : ""}`);
   }
 
   replayEventSinkDelivery(sinkId: string, deliveryId: string): Promise<WebhookDelivery> {
     return this.call(
       "POST",
-      `/v1/event-sinks/${encodeURIComponent(sinkId)}/deliveries/${encodeURIComponent(deliveryId)}/replay`,
+      `/v1/sinks/${encodeURIComponent(sinkId)}/deliveries/${encodeURIComponent(deliveryId)}/replay`,
     );
   }
 

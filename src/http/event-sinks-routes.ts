@@ -44,7 +44,7 @@ const notFound = (id: string) =>
   new LonghaulError("EVENT_SINK_NOT_FOUND", `No event sink ${id} for this API key.`);
 
 /**
- * `/v1/event-sinks`: the tenant's message-broker targets (ARCHITECTURE §4.7). They are
+ * `/v1/sinks`: the tenant's message-broker targets (ARCHITECTURE §4.7). They are
  * outbound endpoints of another kind, so their deliveries are the webhook deliveries' outbox
  * rows; these routes see only sinks, and the webhook routes never see them. Every lookup is
  * scoped by the caller's tenant: another tenant's ids are 404 (ARCHITECTURE §3.6).
@@ -60,7 +60,7 @@ export function eventSinksRoutes(
     body: EventSinkBody,
     response: { 201: EventSink },
   });
-  app.post("/v1/event-sinks", { schema: created }, async (req, reply) => {
+  app.post("/v1/sinks", { schema: created }, async (req, reply) => {
     const b = req.body;
     const field = targetField[b.kind];
     const target = b[field];
@@ -81,19 +81,19 @@ export function eventSinksRoutes(
   const list = operation("Event sinks", {
     response: { 200: Type.Object({ data: Type.Array(EventSink) }) },
   });
-  app.get("/v1/event-sinks", { schema: list }, async (req) => ({
+  app.get("/v1/sinks", { schema: list }, async (req) => ({
     data: (await store.listWebhookEndpoints(req.tenant.id, "sinks")).map(sinkJson),
   }));
 
   const one = operation("An event sink", { params: IdParams, response: { 200: EventSink } });
-  app.get("/v1/event-sinks/:id", { schema: one }, async (req) => {
+  app.get("/v1/sinks/:id", { schema: one }, async (req) => {
     const e = (await store.listWebhookEndpoints(req.tenant.id, "sinks")).find((x) => x.id === req.params.id);
     if (!e) throw notFound(req.params.id);
     return sinkJson(e);
   });
 
   const removed = operation("Remove an event sink", { params: IdParams, response: { 204: NoContent } });
-  app.delete("/v1/event-sinks/:id", { schema: removed }, async (req, reply) => {
+  app.delete("/v1/sinks/:id", { schema: removed }, async (req, reply) => {
     if (!(await store.deleteWebhookEndpoint(req.tenant.id, req.params.id, "sinks"))) {
       throw notFound(req.params.id);
     }
@@ -105,7 +105,7 @@ export function eventSinksRoutes(
     querystring: DeliveriesQuery,
     response: { 200: Page(WebhookDelivery) },
   });
-  app.get("/v1/event-sinks/:id/deliveries", { schema: deliveries }, async (req) => {
+  app.get("/v1/sinks/:id/deliveries", { schema: deliveries }, async (req) => {
     const q = req.query;
     const page = await store.listWebhookDeliveries(
       req.tenant.id,
@@ -121,7 +121,7 @@ export function eventSinksRoutes(
     params: DeliveryParams,
     response: { 202: WebhookDelivery },
   });
-  app.post("/v1/event-sinks/:id/deliveries/:delivery_id/replay", { schema: replay }, async (req, reply) => {
+  app.post("/v1/sinks/:id/deliveries/:delivery_id/replay", { schema: replay }, async (req, reply) => {
     const d = await store.replayWebhookDelivery(
       req.tenant.id,
       req.params.id,

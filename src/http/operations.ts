@@ -71,12 +71,12 @@ export const operations: Readonly<Record<string, { id: string; tag: string }>> =
     id: "replayWebhookDelivery",
     tag: "Webhook endpoints",
   },
-  "POST /v1/event-sinks": { id: "createEventSink", tag: "Event sinks" },
-  "GET /v1/event-sinks": { id: "listEventSinks", tag: "Event sinks" },
-  "GET /v1/event-sinks/{id}": { id: "getEventSink", tag: "Event sinks" },
-  "DELETE /v1/event-sinks/{id}": { id: "deleteEventSink", tag: "Event sinks" },
-  "GET /v1/event-sinks/{id}/deliveries": { id: "listEventSinkDeliveries", tag: "Event sinks" },
-  "POST /v1/event-sinks/{id}/deliveries/{delivery_id}/replay": {
+  "POST /v1/sinks": { id: "createEventSink", tag: "Event sinks" },
+  "GET /v1/sinks": { id: "listEventSinks", tag: "Event sinks" },
+  "GET /v1/sinks/{id}": { id: "getEventSink", tag: "Event sinks" },
+  "DELETE /v1/sinks/{id}": { id: "deleteEventSink", tag: "Event sinks" },
+  "GET /v1/sinks/{id}/deliveries": { id: "listEventSinkDeliveries", tag: "Event sinks" },
+  "POST /v1/sinks/{id}/deliveries/{delivery_id}/replay": {
     id: "replayEventSinkDelivery",
     tag: "Event sinks",
   },

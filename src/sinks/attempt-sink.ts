@@ -1,11 +1,12 @@
 import { type ErrorInfo, errorInfo, LonghaulError } from "../core/errors.ts";
 import { endpointSecretAt } from "../core/sealed-at.ts";
 import type { SinkKind } from "../core/sink-kind.ts";
-import { nextAttemptAt, webhookBody } from "../outbound/attempt.ts";
+import { nextAttemptAt } from "../outbound/attempt.ts";
 import type { OutboundSettings } from "../outbound/settings.ts";
 import { vetHost } from "../outbound/ssrf.ts";
 import type { DeliveryAttemptInput, DeliveryAttemptResult } from "../store/store.ts";
 import type { SinkPool } from "./sink-pool.ts";
+import { sinkBody } from "./sink-publisher.ts";
 import { displaySinkUrl, parseSinkUrl, scrubCredentials, sinkPort, sinkTls } from "./sink-url.ts";
 
 /**
@@ -21,7 +22,7 @@ export async function attemptSinkDelivery(
   pool: SinkPool,
   opts: { now: () => number; random: () => number },
 ): Promise<DeliveryAttemptResult> {
-  const { endpoint, event, delivery } = input;
+  const { endpoint, event } = input;
   const kind = endpoint.kind as SinkKind;
   let url: URL;
   try {
@@ -42,7 +43,7 @@ export async function attemptSinkDelivery(
       target: endpoint.target ?? "",
     });
     await publisher.publish(
-      { id: delivery.id, key: event.taskId, type: event.type, seq: event.seq, body: webhookBody(event) },
+      { id: String(event.seq), key: event.taskId, type: event.type, seq: event.seq, body: sinkBody(event) },
       settings.timeoutMs,
     );
     return { outcome: "delivered", status: null };

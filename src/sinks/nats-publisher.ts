@@ -2,7 +2,7 @@ import { loadClient } from "./load-client.ts";
 import type { SinkConnection, SinkMessage, SinkPublisher } from "./sink-publisher.ts";
 
 /**
- * Publishes to NATS JetStream: subject `<target>.<task id>`, `Nats-Msg-Id` the delivery id, so
+ * Publishes to NATS JetStream: subject `<target>.<task id>.<event type>`, `Nats-Msg-Id` the event's id, so
  * the stream's duplicate window drops a repeated attempt. A stream must cover the subjects;
  * without one the publish has no responder and the delivery is retried. Plain `nats://` only:
  * the client names the TLS server by the address it dials, here the vetted IP, so a certificate
@@ -28,7 +28,7 @@ export async function openNats(c: SinkConnection): Promise<SinkPublisher> {
   });
   return {
     async publish(m: SinkMessage, timeoutMs: number) {
-      await js.publish(`${c.target}.${m.key}`, m.body, {
+      await js.publish(`${c.target}.${m.key}.${m.type}`, m.body, {
         msgID: m.id,
         timeout: timeoutMs,
       });

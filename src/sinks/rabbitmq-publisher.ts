@@ -4,7 +4,8 @@ import { within } from "./sink-publisher.ts";
 
 /**
  * Publishes to a durable RabbitMQ topic exchange (declared if missing) on a confirm channel:
- * routing key the task id, persistent, `message_id` the delivery id, and the attempt succeeds
+ * routing key the event type (a `task-id` header names the task), persistent, `message_id` the
+ * event's id, and the attempt succeeds
  * only when the broker confirms. A message no queue is bound for is confirmed and dropped by
  * RabbitMQ, as for any publisher: bind a queue, or give the exchange an alternate exchange.
  */
@@ -42,7 +43,7 @@ export async function openRabbitmq(c: SinkConnection): Promise<SinkPublisher> {
       const confirmed = new Promise<void>((resolve, reject) => {
         ch.publish(
           c.target,
-          m.key,
+          m.type,
           Buffer.from(m.body),
           {
             persistent: true,

@@ -82,7 +82,7 @@ export const DeliveriesQuery = Type.Object({
 
 export const DeliveryParams = Type.Object({ id: Type.String(), delivery_id: Type.String() });
 
-/** `POST /v1/event-sinks`: exactly one of subject, exchange or stream, as the kind wants. */
+/** `POST /v1/sinks`: exactly one of subject, exchange or stream, as the kind wants. */
 export const EventSinkBody = Type.Object({
   kind: Type.Enum([...sinkKinds], {
     description: "The broker: nats (JetStream), rabbitmq or redis (Streams)",

@@ -28,7 +28,7 @@ export function Outbound({ session }: { session: TenantSession }) {
   useEffect(() => {
     Promise.all([
       request<{ data: Endpoint[] }>("/v1/webhook-endpoints", { key: session.key }),
-      request<{ data: EventSink[] }>("/v1/event-sinks", { key: session.key }),
+      request<{ data: EventSink[] }>("/v1/sinks", { key: session.key }),
     ]).then(
       ([e, s]) => {
         setEndpoints(e.data);
@@ -46,7 +46,7 @@ export function Outbound({ session }: { session: TenantSession }) {
       <Empty>
         No webhook endpoints. Add one with <code>POST /v1/webhook-endpoints {"{url, events?}"}</code>; task
         events are then delivered to it, signed with Standard Webhooks. Or publish them to a broker with{" "}
-        <code>POST /v1/event-sinks</code>.
+        <code>POST /v1/sinks</code>.
       </Empty>
     );
   }
@@ -67,7 +67,7 @@ export function Outbound({ session }: { session: TenantSession }) {
             </button>
           </div>
           {open === s.id ? (
-            <Deliveries session={session} base={`/v1/event-sinks/${encodeURIComponent(s.id)}/deliveries`} />
+            <Deliveries session={session} base={`/v1/sinks/${encodeURIComponent(s.id)}/deliveries`} />
           ) : null}
         </div>
       ))}
