@@ -79,6 +79,11 @@ export interface TaskStore {
    * Fails with IDEMPOTENCY_CONFLICT when that task has another type or input.
    */
   submitTask(t: NewTask): Promise<{ task: TaskRow; created: boolean }>;
+  /**
+   * Submits tasks as `submitTask` does, all in one transaction: every one is written, or none
+   * is (a quota runs out part way, an IDEMPOTENCY_CONFLICT). The answers are in the order given.
+   */
+  submitTasks(ts: readonly NewTask[]): Promise<{ task: TaskRow; created: boolean }[]>;
   getTask(tenantId: string, taskId: string): Promise<TaskDetail | null>;
   listTasks(tenantId: string, q: TaskQuery): Promise<{ tasks: TaskRow[]; nextCursor: string | null }>;
   /** Cancels a task that has not ended; its waiting steps become canceled. TASK_NOT_FOUND, TASK_NOT_CANCELABLE. */

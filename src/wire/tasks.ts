@@ -26,6 +26,24 @@ export const SubmitResult = Type.Object({
   created: Type.Boolean(),
 });
 
+/** `POST /v1/tasks/batch`: tasks submitted all or nothing, in one transaction. */
+export const SubmitBatchBody = Type.Object({
+  tasks: Type.Array(
+    Type.Object({
+      type: Text(255, "The name of a registered task type"),
+      input: Type.Optional(Json),
+      client_request_id: Type.Optional(
+        Nullable(Text(255, "Idempotency: an id used before answers that task; unique in the batch")),
+      ),
+      user_id: Type.Optional(Nullable(Text(255))),
+      trace_id: Type.Optional(Nullable(Text(255))),
+    }),
+    { minItems: 1, maxItems: 1000, description: "1 to 1,000 tasks; the answer keeps their order" },
+  ),
+});
+
+export const SubmitBatchResult = Type.Object({ tasks: Type.Array(SubmitResult) });
+
 export const TaskListQuery = Type.Object({
   status: Type.Optional(TaskStatus),
   type: Type.Optional(Type.String()),

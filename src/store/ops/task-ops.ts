@@ -144,6 +144,21 @@ export async function submitTask(tx: Tx, t: NewTask): Promise<{ task: TaskRow; c
   return { task: toTask(row), created: true };
 }
 
+/**
+ * Submits a batch in the caller's one transaction: each task as `submitTask` does (quotas,
+ * idempotency, its event and first advance), in order, so the first that fails (a quota run
+ * out part way) leaves none of them written. The answers come in the order given. Locks:
+ * those of a submit, held to the end of the batch.
+ */
+export async function submitTasks(
+  tx: Tx,
+  ts: readonly NewTask[],
+): Promise<{ task: TaskRow; created: boolean }[]> {
+  const out: { task: TaskRow; created: boolean }[] = [];
+  for (const t of ts) out.push(await submitTask(tx, t));
+  return out;
+}
+
 /** The task already submitted with `t`'s client_request_id; IDEMPOTENCY_CONFLICT if it differs. */
 async function existingSubmit(tx: Tx, t: NewTask, input: string) {
   const existing = await tx.get<TaskDbRow>(
