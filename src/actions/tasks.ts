@@ -66,6 +66,8 @@ export async function submitAction(
     clientRequestId: body.client_request_id ?? idempotencyKey ?? null,
     userId: body.user_id ?? null,
     traceId: body.trace_id ?? null,
+    runAt: body.run_at ?? null,
+    delay: body.delay ?? null,
   }).catch((err: unknown) => {
     // The client gets a 422 naming the type; the operator, whose code it is, gets the cause.
     if (err instanceof LonghaulError && err.code === "TASK_SCHEMA_FAILED") {

@@ -2,6 +2,7 @@ import { LonghaulError } from "../core/errors.ts";
 import type { UrlPolicy } from "../core/file-refs.ts";
 import { describeThrown } from "../core/json-input.ts";
 import type { NotifyContext } from "../core/notification.ts";
+import { startRequest } from "../core/start-at.ts";
 import type { TaskType } from "../core/task-type.ts";
 import { graphNotifyProblem } from "../graph/graph-notify.ts";
 import type { FileStore, NewTask, TaskRow, TaskStore } from "../store/store.ts";
@@ -23,6 +24,9 @@ export interface SubmitTaskInput {
   clientRequestId?: string | null;
   userId?: string | null;
   traceId?: string | null;
+  /** A delayed start: an ISO 8601 time (a past one runs now), or a delay such as "10m"; not both. */
+  runAt?: string | null;
+  delay?: string | null;
 }
 
 /**
@@ -53,6 +57,7 @@ export function newTask(s: SubmitTaskInput, kept: unknown): NewTask {
     clientRequestId: s.clientRequestId ?? null,
     userId: s.userId ?? null,
     traceId: s.traceId ?? null,
+    start: startRequest(s.runAt, s.delay),
   };
 }
 
@@ -76,6 +81,7 @@ export interface SubmitTaskDeps {
  * schema's output when the type has a schema.
  */
 export async function checkSubmit(d: SubmitTaskDeps, s: SubmitTaskInput): Promise<unknown> {
+  startRequest(s.runAt, s.delay);
   const type = d.taskTypes.get(s.type);
   let input: unknown = s.input === undefined ? {} : s.input;
   let stored: unknown = input;

@@ -13,6 +13,10 @@ export const SubmitBody = Type.Object({
   client_request_id: Type.Optional(Nullable(Text(255, "Idempotency: the same id returns the same task"))),
   user_id: Type.Optional(Nullable(Text(255))),
   trace_id: Type.Optional(Nullable(Text(255))),
+  run_at: Type.Optional(
+    Nullable(Text(64, "Start then (ISO 8601 with its offset); a past time runs now; at most a year ahead")),
+  ),
+  delay: Type.Optional(Nullable(Text(32, 'Start this long after the submit (e.g. "10m"); not with run_at'))),
 });
 
 export const SubmitHeaders = Type.Object({

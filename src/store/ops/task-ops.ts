@@ -2,6 +2,7 @@ import type { ErrorInfo } from "../../core/errors.ts";
 import { LonghaulError } from "../../core/errors.ts";
 import { eventField, sameStored } from "../../core/payload.ts";
 import { checkSubmitQuotas } from "../../core/quota.ts";
+import { startAt } from "../../core/start-at.ts";
 import { cancelCascade, cancelPlan, canMoveTask, type TaskStatus } from "../../core/task.ts";
 import { advanceItem, cancelJobItem } from "../../core/work-item.ts";
 import { json } from "../json.ts";
@@ -108,6 +109,8 @@ export async function submitTask(tx: Tx, t: NewTask): Promise<{ task: TaskRow; c
     if (existing) return existing;
   }
   const now = tx.clock.now();
+  // Read against the store's clock, so every node agrees on what "in ten minutes" means.
+  const runAt = startAt(now, t.start);
   const t0 = await tenant(tx, t.tenantId);
   if (t0) checkSubmitQuotas(t0, await tasksSubmittedToday(tx, t.tenantId), now);
   const row = await tx.get<TaskDbRow>(
@@ -140,7 +143,7 @@ export async function submitTask(tx: Tx, t: NewTask): Promise<{ task: TaskRow; c
     "task.created",
     t.rerunOf ? { type: t.type, rerun_of: t.rerunOf } : { type: t.type },
   );
-  await tx.enqueue([advanceItem(t.tenantId, row.id)]);
+  await tx.enqueue([advanceItem(t.tenantId, row.id, runAt)]);
   return { task: toTask(row), created: true };
 }
 
