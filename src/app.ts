@@ -167,6 +167,8 @@ export {
   type SignalAnswer,
   type SignalRequest,
   type SubmitAnswer,
+  type SubmitBatchAnswer,
+  type SubmitBatchRequest,
   type SubmitRequest,
   type TaskAnswer,
 } from "./embedded.ts";
@@ -399,6 +401,7 @@ export async function createLonghaul(opts: LonghaulOptions = {}): Promise<Longha
       worker?.start();
     },
     submit: calls.submit,
+    submitBatch: calls.submitBatch,
     signal: calls.signal,
     get: calls.get,
     cancel: calls.cancel,

@@ -1,7 +1,13 @@
 import type { Static, TSchema } from "typebox";
 import { rerunAction } from "./actions/rerun.ts";
 import { signalAction } from "./actions/signals.ts";
-import { cancelAction, getTaskAction, submitAction, type TaskActionDeps } from "./actions/tasks.ts";
+import {
+  cancelAction,
+  getTaskAction,
+  submitAction,
+  submitBatchAction,
+  type TaskActionDeps,
+} from "./actions/tasks.ts";
 import { hashApiKey, newApiKey } from "./core/api-keys.ts";
 import { LonghaulError } from "./core/errors.ts";
 import { readJson } from "./core/json-input.ts";
@@ -10,9 +16,16 @@ import { loadValidation, validatorCompiler } from "./http/validator.ts";
 import type { Store } from "./store/store.ts";
 import { SignalBody, type SignalResult } from "./wire/events.ts";
 import { RerunBody, type RerunResult } from "./wire/rerun.ts";
-import { type CancelResult, SubmitBody, type SubmitResult, type TaskDetail } from "./wire/tasks.ts";
+import {
+  type CancelResult,
+  SubmitBatchBody,
+  type SubmitBatchResult,
+  SubmitBody,
+  type SubmitResult,
+  type TaskDetail,
+} from "./wire/tasks.ts";
 
-// The embedded calls of `createLonghaul` (`lh.submit`, `lh.signal`, `lh.get`, `lh.cancel`,
+// The embedded calls of `createLonghaul` (`lh.submit`, `lh.submitBatch`, `lh.signal`, `lh.get`, `lh.cancel`,
 // `lh.rerun`):
 // the same actions the HTTP routes call (src/actions), behind the routes' own input checks,
 // for the tenant a call names or the default one (ARCHITECTURE §2).
@@ -20,6 +33,9 @@ import { type CancelResult, SubmitBody, type SubmitResult, type TaskDetail } fro
 /** `lh.submit`'s request: the body of `POST /v1/tasks`. */
 export type SubmitRequest = Static<typeof SubmitBody>;
 export type SubmitAnswer = Static<typeof SubmitResult>;
+/** `lh.submitBatch`'s request: the body of `POST /v1/tasks/batch`. */
+export type SubmitBatchRequest = Static<typeof SubmitBatchBody>;
+export type SubmitBatchAnswer = Static<typeof SubmitBatchResult>;
 /** `lh.signal`'s request: the body of `POST /v1/signals`. */
 export type SignalRequest = Static<typeof SignalBody>;
 export type SignalAnswer = Static<typeof SignalResult>;
@@ -42,6 +58,12 @@ export interface EmbeddedCalls {
    */
   submit(request: SubmitRequest): Promise<SubmitAnswer>;
   submit(tenantId: string | undefined, request: SubmitRequest): Promise<SubmitAnswer>;
+  /**
+   * Submits 1 to 1,000 tasks all or nothing, as `POST /v1/tasks/batch` does: one bad item
+   * refuses the batch (VALIDATION_FAILED, `param` naming `tasks[i]…`) and nothing is stored.
+   */
+  submitBatch(request: SubmitBatchRequest): Promise<SubmitBatchAnswer>;
+  submitBatch(tenantId: string | undefined, request: SubmitBatchRequest): Promise<SubmitBatchAnswer>;
   /** Sends a signal as `POST /v1/signals` does. */
   signal(request: SignalRequest): Promise<SignalAnswer>;
   signal(tenantId: string | undefined, request: SignalRequest): Promise<SignalAnswer>;
@@ -81,6 +103,7 @@ export function embeddedCalls(
     });
   };
   const checkSubmit = bodyCheck(SubmitBody, "/v1/tasks");
+  const checkBatch = bodyCheck(SubmitBatchBody, "/v1/tasks/batch");
   const checkSignal = bodyCheck(SignalBody, "/v1/signals");
   const checkRerun = bodyCheck(RerunBody, "/v1/tasks/:id/rerun");
   const args = <T>(a: string | undefined | T, b: T | undefined): [string | undefined, T] =>
@@ -95,6 +118,11 @@ export function embeddedCalls(
       const [tenant, request] = args(a, b);
       const body = await checkSubmit(request);
       return (await submitAction(d, await tenantFor(tenant), body)).body;
+    },
+    async submitBatch(a: string | undefined | SubmitBatchRequest, b?: SubmitBatchRequest) {
+      const [tenant, request] = args(a, b);
+      const body = await checkBatch(request);
+      return submitBatchAction(d, await tenantFor(tenant), body);
     },
     async signal(a: string | undefined | SignalRequest, b?: SignalRequest) {
       const [tenant, request] = args(a, b);

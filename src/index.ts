@@ -14,6 +14,8 @@ export type {
   SignalAnswer,
   SignalRequest,
   SubmitAnswer,
+  SubmitBatchAnswer,
+  SubmitBatchRequest,
   SubmitRequest,
 } from "./app.ts";
 export { defineConfig, type LonghaulConfig } from "./config/define-config.ts";

@@ -81,6 +81,27 @@ describe("LonghaulClient against a real server", () => {
     await assert.rejects(nowhere.list(), { status: 0, code: "NETWORK_ERROR" });
   });
 
+  test("submitBatch submits tasks in order, all or nothing", async () => {
+    const made = await client.submitBatch([
+      { type: "demo.echo", input: { text: "one" }, clientRequestId: "batch-1" },
+      { type: "demo.echo", input: { text: "two" } },
+    ]);
+    assert.equal(made.tasks.length, 2);
+    assert.ok(made.tasks.every((t) => t.created));
+    assert.deepEqual((await client.get(made.tasks[1]!.task_id)).input, { text: "two" });
+    await assert.rejects(
+      client.submitBatch([
+        { type: "demo.echo", input: { text: "three" } },
+        { type: "no.such.type", input: {} },
+      ]),
+      { status: 400, code: "VALIDATION_FAILED" },
+    );
+    const again = await client.submitBatch([
+      { type: "demo.echo", input: { text: "one" }, clientRequestId: "batch-1" },
+    ]);
+    assert.deepEqual(again.tasks[0], { ...made.tasks[0]!, status: again.tasks[0]!.status, created: false });
+  });
+
   test("cancel", async () => {
     const s = await client.submit("demo.echo", { text: "slow", delay_ms: 60_000 });
     const c = await client.cancel(s.task_id);

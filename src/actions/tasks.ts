@@ -4,15 +4,18 @@ import { LonghaulError } from "../core/errors.ts";
 import type { UrlPolicy } from "../core/file-refs.ts";
 import type { NotifyContext } from "../core/notification.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import type { FileStore, NotificationStore, TaskStore, WaitStore } from "../store/store.ts";
+import type { FileStore, NotificationStore, TaskRow, TaskStore, WaitStore } from "../store/store.ts";
 import type { CapabilityUrls } from "../tokens/capability-urls.ts";
 import { cancelTask } from "../usecases/cancel-task.ts";
 import { getTask } from "../usecases/get-task.ts";
 import { listTasks } from "../usecases/list-tasks.ts";
 import type { PayloadBlobs } from "../usecases/payloads.ts";
 import { submitTask, type TaskTypeLookup } from "../usecases/submit-task.ts";
+import { submitTasks } from "../usecases/submit-tasks.ts";
 import type {
   CancelResult,
+  SubmitBatchBody,
+  SubmitBatchResult,
   SubmitBody,
   SubmitResult,
   TaskDetail,
@@ -56,45 +59,81 @@ export async function submitAction(
   body: Static<typeof SubmitBody>,
   idempotencyKey?: string | undefined,
 ): Promise<{ status: 200 | 202; body: Static<typeof SubmitResult> }> {
-  const { task, created } = await submitTask(
-    {
-      tasks: d.store,
-      taskTypes: d.taskTypes,
-      ...(d.schemaTimeoutMs === undefined ? {} : { schemaTimeoutMs: d.schemaTimeoutMs }),
-      ...(d.files ? { files: d.files } : {}),
-      ...(d.urlPolicy ? { urlPolicy: d.urlPolicy } : {}),
-      ...(d.payloads ? { payloads: d.payloads } : {}),
-      ...(d.notify ? { notify: d.notify } : {}),
-    },
-    {
-      tenantId,
-      type: body.type,
-      input: body.input,
-      clientRequestId: body.client_request_id ?? idempotencyKey ?? null,
-      userId: body.user_id ?? null,
-      traceId: body.trace_id ?? null,
-    },
-  ).catch((err: unknown) => {
+  const { task, created } = await submitTask(submitDeps(d), {
+    tenantId,
+    type: body.type,
+    input: body.input,
+    clientRequestId: body.client_request_id ?? idempotencyKey ?? null,
+    userId: body.user_id ?? null,
+    traceId: body.trace_id ?? null,
+    runAt: body.run_at ?? null,
+    delay: body.delay ?? null,
+  }).catch((err: unknown) => {
     // The client gets a 422 naming the type; the operator, whose code it is, gets the cause.
     if (err instanceof LonghaulError && err.code === "TASK_SCHEMA_FAILED") {
       d.log?.warn({ err: err.cause instanceof Error ? err.cause : err, type: body.type }, err.message);
     }
     throw err;
   });
-  if (created) {
-    d.metrics?.tasksSubmitted.inc({ type: task.type });
-    d.log?.info(
-      {
-        task_id: task.id,
-        tenant_id: task.tenantId,
-        type: task.type,
-        user_id: task.userId,
-        trace_id: task.traceId,
-      },
-      "task submitted",
-    );
-  }
+  if (created) submitted(d, task);
   return { status: created ? 202 : 200, body: { task_id: task.id, status: task.status, created } };
+}
+
+/**
+ * `POST /v1/tasks/batch` without its transport: every item checked as `POST /v1/tasks` checks
+ * one, then all written in one transaction; the answers in the order given (always 202: a batch
+ * may mix new tasks and ones a `client_request_id` already made, told apart by `created`).
+ */
+export async function submitBatchAction(
+  d: TaskActionDeps,
+  tenantId: string,
+  body: Static<typeof SubmitBatchBody>,
+): Promise<Static<typeof SubmitBatchResult>> {
+  const made = await submitTasks(submitDeps(d), {
+    tenantId,
+    items: body.tasks.map((t) => ({
+      type: t.type,
+      input: t.input,
+      clientRequestId: t.client_request_id ?? null,
+      userId: t.user_id ?? null,
+      traceId: t.trace_id ?? null,
+    })),
+  }).catch((err: unknown) => {
+    if (err instanceof LonghaulError && err.code === "TASK_SCHEMA_FAILED") {
+      d.log?.warn({ err: err.cause instanceof Error ? err.cause : err }, err.message);
+    }
+    throw err;
+  });
+  for (const { task, created } of made) if (created) submitted(d, task);
+  return { tasks: made.map(({ task, created }) => ({ task_id: task.id, status: task.status, created })) };
+}
+
+/** What `submitTask` and `submitTasks` read, from the action's dependencies. */
+function submitDeps(d: TaskActionDeps) {
+  return {
+    tasks: d.store,
+    taskTypes: d.taskTypes,
+    ...(d.schemaTimeoutMs === undefined ? {} : { schemaTimeoutMs: d.schemaTimeoutMs }),
+    ...(d.files ? { files: d.files } : {}),
+    ...(d.urlPolicy ? { urlPolicy: d.urlPolicy } : {}),
+    ...(d.payloads ? { payloads: d.payloads } : {}),
+    ...(d.notify ? { notify: d.notify } : {}),
+  };
+}
+
+/** Counts and logs a task just created. */
+function submitted(d: TaskActionDeps, task: TaskRow): void {
+  d.metrics?.tasksSubmitted.inc({ type: task.type });
+  d.log?.info(
+    {
+      task_id: task.id,
+      tenant_id: task.tenantId,
+      type: task.type,
+      user_id: task.userId,
+      trace_id: task.traceId,
+    },
+    "task submitted",
+  );
 }
 
 /**

@@ -8,6 +8,8 @@ import type {
   SearchAnswer,
   SearchRequest,
   SignalResult,
+  SubmitBatchItem,
+  SubmitBatchResult,
   SubmitResult,
   TaskDetail,
   TaskEvent,
@@ -99,6 +101,23 @@ export class LonghaulClient {
       ...(opts.clientRequestId === undefined ? {} : { client_request_id: opts.clientRequestId }),
       ...(opts.userId === undefined ? {} : { user_id: opts.userId }),
       ...(opts.traceId === undefined ? {} : { trace_id: opts.traceId }),
+    });
+  }
+
+  /**
+   * Submits 1 to 1,000 tasks all or nothing (`POST /v1/tasks/batch`): one bad item refuses the
+   * batch with its index in `param`, and nothing is stored. The answers keep the order given;
+   * an item whose `clientRequestId` was used before answers that task (`created: false`).
+   */
+  submitBatch(tasks: readonly SubmitBatchItem[]): Promise<SubmitBatchResult> {
+    return this.call("POST", "/v1/tasks/batch", {
+      tasks: tasks.map((t) => ({
+        type: t.type,
+        ...(t.input === undefined ? {} : { input: t.input }),
+        ...(t.clientRequestId === undefined ? {} : { client_request_id: t.clientRequestId }),
+        ...(t.userId === undefined ? {} : { user_id: t.userId }),
+        ...(t.traceId === undefined ? {} : { trace_id: t.traceId }),
+      })),
     });
   }
 

@@ -14,6 +14,15 @@ export type ApiError = Static<typeof wire.ErrorBody>["error"];
 export type ErrorInfo = Static<typeof wire.ErrorInfo>;
 
 export type SubmitResult = Static<typeof wire.SubmitResult>;
+export type SubmitBatchResult = Static<typeof wire.SubmitBatchResult>;
+/** One task of `submitBatch`, in the client's camelCase options as `submit` takes them. */
+export interface SubmitBatchItem<I = unknown> {
+  type: string;
+  input?: I;
+  clientRequestId?: string;
+  userId?: string;
+  traceId?: string;
+}
 export type RerunResult = Static<typeof wire.RerunResult>;
 export type BulkRerunResult = Static<typeof wire.BulkRerunResult>;
 export type BulkRerunRequest = Static<typeof wire.BulkRerunBody>;

@@ -26,6 +26,7 @@ export const operations: Readonly<Record<string, { id: string; tag: string }>> =
   "DELETE /v1/admin/tenants/{id}/keys/{keyId}": { id: "adminRevokeTenantKey", tag: "Admin" },
   "GET /v1/admin/tenants/{id}/usage": { id: "adminGetTenantUsage", tag: "Admin" },
   "POST /v1/tasks": { id: "submitTask", tag: "Tasks" },
+  "POST /v1/tasks/batch": { id: "submitTaskBatch", tag: "Tasks" },
   "GET /v1/tasks": { id: "listTasks", tag: "Tasks" },
   "GET /v1/tasks/{id}": { id: "getTask", tag: "Tasks" },
   "GET /v1/tasks/{id}/artifacts/{name}": { id: "getTaskArtifact", tag: "Tasks" },

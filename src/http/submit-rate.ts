@@ -9,9 +9,14 @@ interface Bucket {
 /**
  * The per-tenant submit rate (quota `submit_rate_per_s`): a token bucket in this node's
  * memory with a burst of twice the rate. Each node limits on its own; the daily quota is
- * the one enforced across nodes, in the store.
+ * the one enforced across nodes, in the store. `cost` is how many tasks a request submits (a
+ * batch's N): it takes that many tokens or none, so a batch larger than the burst is refused
+ * whole, as it could never pass.
  */
-export function submitRateLimit(now: () => number = Date.now) {
+export function submitRateLimit(
+  now: () => number = Date.now,
+  cost: (req: FastifyRequest) => number = () => 1,
+) {
   const buckets = new Map<string, Bucket>();
   return async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const rate = req.tenant.quotas.submit_rate_per_s;
@@ -23,8 +28,16 @@ export function submitRateLimit(now: () => number = Date.now) {
     b.at = t;
     if (buckets.size > 100_000) buckets.clear();
     buckets.set(req.tenant.id, b);
-    if (b.tokens < 1) {
-      const wait = Math.ceil((1 - b.tokens) / rate);
+    const n = cost(req);
+    if (n > burst) {
+      throw new LonghaulError(
+        "RATE_LIMITED",
+        `This tenant may submit ${rate} tasks per second, at most ${Math.floor(burst)} at once; a batch of ${n} never passes: split it.`,
+        { details: { max_batch: Math.floor(burst) } },
+      );
+    }
+    if (b.tokens < n) {
+      const wait = Math.ceil((n - b.tokens) / rate);
       reply.header("retry-after", String(wait));
       throw new LonghaulError(
         "RATE_LIMITED",
@@ -34,6 +47,6 @@ export function submitRateLimit(now: () => number = Date.now) {
         },
       );
     }
-    b.tokens -= 1;
+    b.tokens -= n;
   };
 }

@@ -4,6 +4,7 @@ import {
   getTaskAction,
   listTasksAction,
   submitAction,
+  submitBatchAction,
   type TaskActionDeps,
 } from "../actions/tasks.ts";
 import { taskInScope } from "../usecases/mint-read-token.ts";
@@ -11,6 +12,8 @@ import { IdParams } from "../wire/common.ts";
 import { BulkRerunBody, BulkRerunResult, RerunBody, RerunResult } from "../wire/rerun.ts";
 import {
   CancelResult,
+  SubmitBatchBody,
+  SubmitBatchResult,
   SubmitBody,
   SubmitHeaders,
   SubmitResult,
@@ -26,7 +29,7 @@ import { submitRateLimit } from "./submit-rate.ts";
 export function tasksRoutes(
   app: Api,
   deps: Omit<TaskActionDeps, "log"> & {
-    /** `limits.submit_max_bytes`: the body limit of `POST /v1/tasks` alone. */
+    /** `limits.submit_max_bytes`: the body limit of `POST /v1/tasks` and `POST /v1/tasks/batch` alone. */
     submitMaxBytes?: number;
   },
 ): void {
@@ -50,6 +53,21 @@ export function tasksRoutes(
       );
       return reply.status(r.status).send(r.body);
     },
+  );
+
+  app.post(
+    "/v1/tasks/batch",
+    {
+      ...(deps.submitMaxBytes === undefined ? {} : { bodyLimit: deps.submitMaxBytes }),
+      // A batch of N counts N against the submit rate, as N single submits would.
+      preHandler: submitRateLimit(Date.now, (req) => (req.body as { tasks: unknown[] }).tasks.length),
+      schema: operation("Submit 1 to 1,000 tasks, all or nothing (each idempotent by client_request_id)", {
+        body: SubmitBatchBody,
+        response: { 202: SubmitBatchResult },
+      }),
+    },
+    async (req, reply) =>
+      reply.status(202).send(await submitBatchAction({ ...deps, log: req.log }, req.tenant.id, req.body)),
   );
 
   app.get(

@@ -10,6 +10,7 @@ import type { Quotas, TenantRow } from "../core/quota.ts";
 import type { AdvanceResult, RunOutcome } from "../core/replay.ts";
 import type { RerunFrom } from "../core/rerun.ts";
 import type { SinkKind } from "../core/sink-kind.ts";
+import type { StartRequest } from "../core/start-at.ts";
 import type { StepRow, StoredStep } from "../core/step.ts";
 import type { TaskRow, TaskStatus } from "../core/task.ts";
 import type { StatsRows } from "../core/task-stats.ts";
@@ -79,6 +80,11 @@ export interface TaskStore {
    * Fails with IDEMPOTENCY_CONFLICT when that task has another type or input.
    */
   submitTask(t: NewTask): Promise<{ task: TaskRow; created: boolean }>;
+  /**
+   * Submits tasks as `submitTask` does, all in one transaction: every one is written, or none
+   * is (a quota runs out part way, an IDEMPOTENCY_CONFLICT). The answers are in the order given.
+   */
+  submitTasks(ts: readonly NewTask[]): Promise<{ task: TaskRow; created: boolean }[]>;
   getTask(tenantId: string, taskId: string): Promise<TaskDetail | null>;
   listTasks(tenantId: string, q: TaskQuery): Promise<{ tasks: TaskRow[]; nextCursor: string | null }>;
   /** Cancels a task that has not ended; its waiting steps become canceled. TASK_NOT_FOUND, TASK_NOT_CANCELABLE. */
@@ -581,6 +587,8 @@ export interface NewTask {
   traceId: string | null;
   /** The task this one re-runs; its client_request_id then names this re-run of that task only. */
   rerunOf?: string | null;
+  /** A delayed start (`run_at` or `delay`): its first advance is queued for then. */
+  start?: StartRequest;
 }
 
 /** A re-run of one of a tenant's tasks (ARCHITECTURE §4.4). */

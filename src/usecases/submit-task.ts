@@ -2,9 +2,10 @@ import { LonghaulError } from "../core/errors.ts";
 import type { UrlPolicy } from "../core/file-refs.ts";
 import { describeThrown } from "../core/json-input.ts";
 import type { NotifyContext } from "../core/notification.ts";
+import { startRequest } from "../core/start-at.ts";
 import type { TaskType } from "../core/task-type.ts";
 import { graphNotifyProblem } from "../graph/graph-notify.ts";
-import type { FileStore, TaskRow, TaskStore } from "../store/store.ts";
+import type { FileStore, NewTask, TaskRow, TaskStore } from "../store/store.ts";
 import { checkInputRefs } from "./check-input-refs.ts";
 import { type PayloadBlobs, storePayload } from "./payloads.ts";
 import { DEFAULT_SCHEMA_TIMEOUT_MS, schemaInput } from "./schema-input.ts";
@@ -23,6 +24,9 @@ export interface SubmitTaskInput {
   clientRequestId?: string | null;
   userId?: string | null;
   traceId?: string | null;
+  /** A delayed start: an ISO 8601 time (a past one runs now), or a delay such as "10m"; not both. */
+  runAt?: string | null;
+  delay?: string | null;
 }
 
 /**
@@ -34,20 +38,50 @@ export interface SubmitTaskInput {
  * type's) are checked before anything is stored: FILE_NOT_FOUND, URL_NOT_ALLOWED (`checkInputRefs`).
  */
 export async function submitTask(
-  d: {
-    tasks: TaskStore;
-    taskTypes: TaskTypeLookup;
-    schemaTimeoutMs?: number;
-    /** Where `{"file_id"}` references in the input are looked up; without it they are not checked. */
-    files?: Pick<FileStore, "getFile">;
-    urlPolicy?: UrlPolicy;
-    /** Where an input longer than `limits.inline_max_bytes` is kept (ARCHITECTURE §4.10). */
-    payloads?: PayloadBlobs;
-    /** The deployment's notifiers: a graph's approval channels are checked against them. */
-    notify?: NotifyContext;
-  },
+  d: SubmitTaskDeps,
   s: SubmitTaskInput,
 ): Promise<{ task: TaskRow; created: boolean }> {
+  const stored = await checkSubmit(d, s);
+  // A large input's bytes are durable before the row that names them (§3.8); they are named by
+  // their SHA-256, so a duplicate submit writes the same blob and is compared by it.
+  const kept = await storePayload(d.payloads, s.tenantId, stored);
+  return d.tasks.submitTask(newTask(s, kept));
+}
+
+/** The row a checked submit writes, its input as kept (`storePayload`). */
+export function newTask(s: SubmitTaskInput, kept: unknown): NewTask {
+  return {
+    tenantId: s.tenantId,
+    type: s.type,
+    input: kept,
+    clientRequestId: s.clientRequestId ?? null,
+    userId: s.userId ?? null,
+    traceId: s.traceId ?? null,
+    start: startRequest(s.runAt, s.delay),
+  };
+}
+
+/** What a submit reads besides the request. */
+export interface SubmitTaskDeps {
+  tasks: TaskStore;
+  taskTypes: TaskTypeLookup;
+  schemaTimeoutMs?: number;
+  /** Where `{"file_id"}` references in the input are looked up; without it they are not checked. */
+  files?: Pick<FileStore, "getFile">;
+  urlPolicy?: UrlPolicy;
+  /** Where an input longer than `limits.inline_max_bytes` is kept (ARCHITECTURE §4.10). */
+  payloads?: PayloadBlobs;
+  /** The deployment's notifiers: a graph's approval channels are checked against them. */
+  notify?: NotifyContext;
+}
+
+/**
+ * Everything a submit checks before it writes (the type, its schema and `validate`, a graph's
+ * channels, file references), without writing anything. Answers the input to store: the
+ * schema's output when the type has a schema.
+ */
+export async function checkSubmit(d: SubmitTaskDeps, s: SubmitTaskInput): Promise<unknown> {
+  startRequest(s.runAt, s.delay);
   const type = d.taskTypes.get(s.type);
   let input: unknown = s.input === undefined ? {} : s.input;
   let stored: unknown = input;
@@ -84,15 +118,5 @@ export async function submitTask(
       stored,
     );
   }
-  // A large input's bytes are durable before the row that names them (§3.8); they are named by
-  // their SHA-256, so a duplicate submit writes the same blob and is compared by it.
-  const kept = await storePayload(d.payloads, s.tenantId, stored);
-  return d.tasks.submitTask({
-    tenantId: s.tenantId,
-    type: s.type,
-    input: kept,
-    clientRequestId: s.clientRequestId ?? null,
-    userId: s.userId ?? null,
-    traceId: s.traceId ?? null,
-  });
+  return stored;
 }

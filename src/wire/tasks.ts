@@ -13,6 +13,10 @@ export const SubmitBody = Type.Object({
   client_request_id: Type.Optional(Nullable(Text(255, "Idempotency: the same id returns the same task"))),
   user_id: Type.Optional(Nullable(Text(255))),
   trace_id: Type.Optional(Nullable(Text(255))),
+  run_at: Type.Optional(
+    Nullable(Text(64, "Start then (ISO 8601 with its offset); a past time runs now; at most a year ahead")),
+  ),
+  delay: Type.Optional(Nullable(Text(32, 'Start this long after the submit (e.g. "10m"); not with run_at'))),
 });
 
 export const SubmitHeaders = Type.Object({
@@ -25,6 +29,24 @@ export const SubmitResult = Type.Object({
   /** False when the same `client_request_id` had already created this task. */
   created: Type.Boolean(),
 });
+
+/** `POST /v1/tasks/batch`: tasks submitted all or nothing, in one transaction. */
+export const SubmitBatchBody = Type.Object({
+  tasks: Type.Array(
+    Type.Object({
+      type: Text(255, "The name of a registered task type"),
+      input: Type.Optional(Json),
+      client_request_id: Type.Optional(
+        Nullable(Text(255, "Idempotency: an id used before answers that task; unique in the batch")),
+      ),
+      user_id: Type.Optional(Nullable(Text(255))),
+      trace_id: Type.Optional(Nullable(Text(255))),
+    }),
+    { minItems: 1, maxItems: 1000, description: "1 to 1,000 tasks; the answer keeps their order" },
+  ),
+});
+
+export const SubmitBatchResult = Type.Object({ tasks: Type.Array(SubmitResult) });
 
 export const TaskListQuery = Type.Object({
   status: Type.Optional(TaskStatus),

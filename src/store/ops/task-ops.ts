@@ -2,6 +2,7 @@ import type { ErrorInfo } from "../../core/errors.ts";
 import { LonghaulError } from "../../core/errors.ts";
 import { eventField, sameStored } from "../../core/payload.ts";
 import { checkSubmitQuotas } from "../../core/quota.ts";
+import { startAt } from "../../core/start-at.ts";
 import { cancelCascade, cancelPlan, canMoveTask, type TaskStatus } from "../../core/task.ts";
 import { advanceItem, cancelJobItem } from "../../core/work-item.ts";
 import { json } from "../json.ts";
@@ -108,6 +109,8 @@ export async function submitTask(tx: Tx, t: NewTask): Promise<{ task: TaskRow; c
     if (existing) return existing;
   }
   const now = tx.clock.now();
+  // Read against the store's clock, so every node agrees on what "in ten minutes" means.
+  const runAt = startAt(now, t.start);
   const t0 = await tenant(tx, t.tenantId);
   if (t0) checkSubmitQuotas(t0, await tasksSubmittedToday(tx, t.tenantId), now);
   const row = await tx.get<TaskDbRow>(
@@ -140,8 +143,23 @@ export async function submitTask(tx: Tx, t: NewTask): Promise<{ task: TaskRow; c
     "task.created",
     t.rerunOf ? { type: t.type, rerun_of: t.rerunOf } : { type: t.type },
   );
-  await tx.enqueue([advanceItem(t.tenantId, row.id)]);
+  await tx.enqueue([advanceItem(t.tenantId, row.id, runAt)]);
   return { task: toTask(row), created: true };
+}
+
+/**
+ * Submits a batch in the caller's one transaction: each task as `submitTask` does (quotas,
+ * idempotency, its event and first advance), in order, so the first that fails (a quota run
+ * out part way) leaves none of them written. The answers come in the order given. Locks:
+ * those of a submit, held to the end of the batch.
+ */
+export async function submitTasks(
+  tx: Tx,
+  ts: readonly NewTask[],
+): Promise<{ task: TaskRow; created: boolean }[]> {
+  const out: { task: TaskRow; created: boolean }[] = [];
+  for (const t of ts) out.push(await submitTask(tx, t));
+  return out;
 }
 
 /** The task already submitted with `t`'s client_request_id; IDEMPOTENCY_CONFLICT if it differs. */

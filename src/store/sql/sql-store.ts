@@ -117,6 +117,9 @@ export abstract class SqlStore implements Store {
   submitTask(t: NewTask) {
     return this.run.write((tx) => tasks.submitTask(tx, t));
   }
+  submitTasks(ts: readonly NewTask[]) {
+    return this.run.write((tx) => tasks.submitTasks(tx, ts));
+  }
   getTask(tenantId: string, taskId: string) {
     return this.run.snapshot((tx) => tasks.getTask(tx, tenantId, taskId));
   }
